@@ -1,0 +1,704 @@
+"""The compiled run loop: executes a whole Program over the machine state in one call.
+
+Phases are small functions over the state buffer S (memmodel.layout): issue and ROB
+gating, demand access (L1 fast path, LFB, hierarchy walk, fills and victims), posted
+writes, write-combining buffers, flushes, fences and the bulk ops that expand per line.
+Timing is the resource-occupancy model of DESIGN.md: S_NOW is the issue cycle; loads,
+stores and flushes complete later and hold LFBs, ROB and store-buffer slots, media
+channels and write-pending queues until they do.
+"""
+from emu.state import (N_RCOUNT, N_SCOUNT, PF_NEXT_LINE, PF_STREAM, PS_LAST, PS_NEXT,
+                       PS_PAGE, PS_STAMP, RC_READS, RC_WRITES, S_AC, S_CLFLUSH_CHAIN,
+                       S_DEP_READY, S_END, S_FLUSH_UNIT, S_LOADS_MAX, S_MEM_STAMP, S_NOW, S_OPS,
+                       S_REP_FRAC, S_ROB_COUNT, S_ROB_HEAD, S_SB_COUNT, S_SB_HEAD, S_SB_LAST,
+                       S_PAGE_OK, S_REG_HI, S_REG_LO, S_SITE, S_SITE_OPS, S_SITE_START, S_UOP_FRAC, S_UOP_SEQ, S_WB_PENDING, SC_CYCLES,
+                       SC_L1_MISSES, SC_LLC_MISSES, SC_MEDIA_READS, SC_MEDIA_WRITES, SC_OPS,
+                       ST_FAULT_UNMAPPED, ST_NEED_PAGES, ST_OK, STREAM_ENTRIES, T_CLAC,
+                       T_CLFLUSH, T_CLFLUSHOPT, T_CLWB, T_FUNCTIONAL, T_INCLUSIVE, T_LEVELS,
+                       T_LFB, T_LFENCE, T_MFENCE, T_MOVNT, T_NODE, T_PF_L1, T_PF_L2,
+                       T_REP_LINE_FP, T_REP_NRFO, T_REP_START, T_ROB, T_SB, T_SFENCE, T_SMAP,
+                       T_STAC, T_STREAM_DEG, T_STREAM_DIST, T_UPC, T_WC, WC_BUSY, WC_LINE,
+                       WC_MASK, WC_STAMP)
+from isa.ops import (COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC,
+                     FLAG_DEPENDENT, Op)
+from memmodel import cache as cm
+from memmodel import media as md
+from memmodel import memory as mm
+from memmodel.jit import compiled, inlined
+from memmodel.layout import (H_LFB, H_REGION_CTR, H_ROB_DONE, H_ROB_SEQ, H_SB, H_SITE_CTR,
+                             H_STREAM, H_WC)
+
+LOAD, STORE, MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
+CLFLUSH, CLFLUSHOPT, CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
+SFENCE, LFENCE, MFENCE = int(Op.SFENCE), int(Op.LFENCE), int(Op.MFENCE)
+STAC, CLAC = int(Op.STAC), int(Op.CLAC)
+REP_MOVSB, NT_COPY, CAREFUL_COPY = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
+FLUSH_RANGE, WORK, SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
+
+K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
+FULL_MASK = -1                          # all 64 bytes of a WC buffer written
+
+
+# ---------------------------------------------------------------- issue and windows
+@inlined
+def _issue(S, uops):
+    """Spend issue bandwidth: `uops` at uops_per_cycle."""
+    f = S[S_UOP_FRAC] + uops
+    S[S_NOW] += f // S[T_UPC]
+    S[S_UOP_FRAC] = f % S[T_UPC]
+    S[S_UOP_SEQ] += uops
+
+
+@inlined
+def _stall_until(S, t):
+    if t > S[S_NOW]:
+        S[S_NOW] = t
+
+
+@inlined
+def _site_count(S, counter, n):
+    S[S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter] += n
+
+
+@inlined
+def _rob_gate(S):
+    """Retire completed loads; stall while the oldest incomplete one is a ROB behind."""
+    rob = S[T_ROB]
+    seq, done = S[H_ROB_SEQ], S[H_ROB_DONE]
+    while S[S_ROB_COUNT] > 0:
+        h = S[S_ROB_HEAD]
+        if S[done + h] > S[S_NOW]:
+            if S[S_UOP_SEQ] - S[seq + h] < rob and S[S_ROB_COUNT] < rob:
+                break
+            S[S_NOW] = S[done + h]
+        S[S_ROB_HEAD] = (h + 1) % rob
+        S[S_ROB_COUNT] -= 1
+
+
+@inlined
+def _rob_push(S, done):
+    """An incomplete load occupies the window until `done`."""
+    if done <= S[S_NOW]:
+        return
+    rob = S[T_ROB]
+    if S[S_ROB_COUNT] == rob:
+        _rob_gate(S)
+    i = (S[S_ROB_HEAD] + S[S_ROB_COUNT]) % rob
+    S[S[H_ROB_SEQ] + i] = S[S_UOP_SEQ]
+    S[S[H_ROB_DONE] + i] = done
+    S[S_ROB_COUNT] += 1
+    if done > S[S_LOADS_MAX]:
+        S[S_LOADS_MAX] = done
+
+
+@inlined
+def _sb_push(S, drain):
+    """A store (or flush) enters the store buffer, draining in order; full stalls issue."""
+    n = S[T_SB]
+    sb = S[H_SB]
+    while S[S_SB_COUNT] > 0 and S[sb + S[S_SB_HEAD]] <= S[S_NOW]:
+        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_COUNT] -= 1
+    if S[S_SB_COUNT] == n:
+        _stall_until(S, S[sb + S[S_SB_HEAD]])
+        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_COUNT] -= 1
+    drain = max(drain, S[S_SB_LAST])
+    S[sb + (S[S_SB_HEAD] + S[S_SB_COUNT]) % n] = drain
+    S[S_SB_COUNT] += 1
+    S[S_SB_LAST] = drain
+    if drain > S[S_END]:
+        S[S_END] = drain
+
+
+# ---------------------------------------------------------------- memory side
+@compiled
+def _mem_write(S, line, nbytes, t):
+    """Posted write of (part of) one line; returns the WPQ accept cycle."""
+    addr = line << 6
+    r = mm.find_region(S, addr)
+    S[S_MEM_STAMP] += 1
+    acc = md.write(S, mm.reg(S, r, mm.RG_MEDIA), addr, nbytes, t,
+                   mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
+    S[S[H_REGION_CTR] + r * N_RCOUNT + RC_WRITES] += 1
+    _site_count(S, SC_MEDIA_WRITES, 1)
+    if acc > S[S_END]:
+        S[S_END] = acc
+    return acc
+
+
+@compiled
+def _mem_read(S, line, t):
+    addr = line << 6
+    r = mm.find_region(S, addr)
+    S[S_MEM_STAMP] += 1
+    done = md.read(S, mm.reg(S, r, mm.RG_MEDIA), addr, t,
+                   mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
+    S[S[H_REGION_CTR] + r * N_RCOUNT + RC_READS] += 1
+    _site_count(S, SC_MEDIA_READS, 1)
+    return done
+
+
+# ---------------------------------------------------------------- hierarchy
+@compiled
+def _back_invalidate(S, line):
+    """An inclusive LLC evicted `line`: drop it above; returns whether a copy was dirty."""
+    dirty = 0
+    for lvl in range(S[T_LEVELS] - 1):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            dirty |= cm.invalidate(S, lvl, b)
+    return dirty
+
+
+@compiled
+def _evicted(S, lvl, vline, vdirty, t):
+    """Handle the victim of a fill at `lvl`: back-invalidation, then a dirty victim is
+    written into the level below (installed there if absent, cascading) or to memory."""
+    nlev = S[T_LEVELS]
+    while vline != cm.INVALID:
+        if lvl == nlev - 1 and S[T_INCLUSIVE]:
+            vdirty |= _back_invalidate(S, vline)
+        if not vdirty:
+            return
+        lvl += 1
+        if lvl >= nlev:
+            _mem_write(S, vline, 64, t)
+            return
+        b = cm.lookup(S, lvl, vline)
+        if b >= 0:
+            cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
+            cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
+            cm.touch(S, lvl, b, vline)
+            return
+        cm.count(S, lvl, cm.C_WB_IN_MISS, 1)
+        b, vline, vdirty = cm.fill(S, lvl, vline, t, cm.F_DIRTY)
+
+
+@compiled
+def _install(S, lvl, line, ready, flg):
+    b, vline, vdirty = cm.fill(S, lvl, line, ready, flg)
+    _evicted(S, lvl, vline, vdirty, ready)
+    return b
+
+
+@compiled
+def _walk(S, line, t0, first, kind):
+    """Look `line` up from level `first` down; fill the levels above the hit (or all, from
+    memory). Returns the cycle its data is available at level `first`."""
+    nlev = S[T_LEVELS]
+    hit = nlev
+    b = -1
+    for lvl in range(first, nlev):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            hit = lvl
+            break
+        if kind == K_LOAD:
+            cm.count(S, lvl, cm.C_LOAD_MISS, 1)
+        elif kind == K_STORE:
+            cm.count(S, lvl, cm.C_STORE_MISS, 1)
+    if hit < nlev:
+        if kind == K_LOAD:
+            cm.count(S, hit, cm.C_LOAD_HIT, 1)
+        elif kind == K_STORE:
+            cm.count(S, hit, cm.C_STORE_HIT, 1)
+        f = cm.flags(S, b)
+        if f & cm.F_PREFETCHED and kind != K_PREFETCH:
+            cm.set_flags(S, b, f & ~cm.F_PREFETCHED)
+            cm.count(S, hit, cm.C_PF_USEFUL, 1)
+        cm.touch(S, hit, b, line)
+        done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
+    else:
+        if kind != K_PREFETCH:
+            _site_count(S, SC_LLC_MISSES, 1)
+        done = _mem_read(S, line, t0)
+    flg = cm.F_PREFETCHED if kind == K_PREFETCH else 0
+    for lvl in range(hit - 1, first - 1, -1):
+        _install(S, lvl, line, done, flg)
+        if flg:
+            cm.count(S, lvl, cm.C_PF_FILL, 1)
+    return done
+
+
+@compiled
+def _stream_train(S, line, t0):
+    """L2 stream prefetcher, trained by L1 misses: an ascending run in one 4 KiB page
+    triggers fills into L2 up to `distance` lines ahead, `degree` lines per trigger."""
+    page = line >> 6
+    st = S[H_STREAM]
+    e = -1
+    oldest = 0
+    for i in range(STREAM_ENTRIES):
+        if S[st + 4 * i + PS_PAGE] == page:
+            e = i
+            break
+        if S[st + 4 * i + PS_STAMP] < S[st + 4 * oldest + PS_STAMP]:
+            oldest = i
+    S[S_MEM_STAMP] += 1
+    if e < 0:
+        o = st + 4 * oldest
+        S[o + PS_PAGE] = page
+        S[o + PS_LAST] = line
+        S[o + PS_NEXT] = line + 1
+        S[o + PS_STAMP] = S[S_MEM_STAMP]
+        return
+    o = st + 4 * e
+    S[o + PS_STAMP] = S[S_MEM_STAMP]
+    if line != S[o + PS_LAST] + 1 and line != S[o + PS_LAST]:
+        S[o + PS_LAST] = line
+        S[o + PS_NEXT] = line + 1
+        return
+    S[o + PS_LAST] = line
+    nxt = max(S[o + PS_NEXT], line + 1)
+    limit = min(line + S[T_STREAM_DIST], ((page + 1) << 6) - 1)
+    issued = 0
+    while nxt <= limit and issued < S[T_STREAM_DEG]:
+        if cm.lookup(S, 1, nxt) < 0 and mm.find_region(S, nxt << 6) >= 0:
+            _walk(S, nxt, t0, 1, K_PREFETCH)
+        nxt += 1
+        issued += 1
+    S[o + PS_NEXT] = nxt
+
+
+@inlined
+def _free_lfb(S):
+    """Index of the line fill buffer that frees first."""
+    lfb = S[H_LFB]
+    best = 0
+    for i in range(1, S[T_LFB]):
+        if S[lfb + i] < S[lfb + best]:
+            best = i
+    return best
+
+
+@compiled
+def _l1_prefetch(S, line, t0):
+    """Next-line prefetcher at L1: after a demand miss, fetch line+1 (same 4 KiB page) if
+    a line fill buffer is free at t0."""
+    nxt = line + 1
+    if (nxt >> 6) != (line >> 6) or cm.lookup(S, 0, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+        return
+    i = _free_lfb(S)
+    if S[S[H_LFB] + i] > t0:
+        return
+    S[S[H_LFB] + i] = _walk(S, nxt, t0, 0, K_PREFETCH)
+
+
+@inlined
+def _demand(S, line, t0, kind):
+    """A demand load or store (RFO) of one line issued at t0. Returns the data-ready cycle;
+    marks the L1 copy dirty for stores."""
+    b = cm.lookup(S, 0, line)
+    if b >= 0:
+        f = cm.flags(S, b)
+        if kind == K_LOAD:
+            cm.count(S, 0, cm.C_LOAD_HIT, 1)
+        else:
+            cm.count(S, 0, cm.C_STORE_HIT, 1)
+            f |= cm.F_DIRTY
+        if f & cm.F_PREFETCHED:
+            f &= ~cm.F_PREFETCHED
+            cm.count(S, 0, cm.C_PF_USEFUL, 1)
+        cm.set_flags(S, b, f)
+        cm.touch(S, 0, b, line)
+        return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
+    return _demand_miss(S, line, t0, kind)
+
+
+@compiled
+def _demand_miss(S, line, t0, kind):
+    cm.count(S, 0, cm.C_LOAD_MISS if kind == K_LOAD else cm.C_STORE_MISS, 1)
+    _site_count(S, SC_L1_MISSES, 1)
+    i = _free_lfb(S)
+    if S[S[H_LFB] + i] > t0:
+        t0 = S[S[H_LFB] + i]
+        _stall_until(S, t0)
+    if S[T_LEVELS] > 1:
+        done = _walk(S, line, t0, 1, kind)
+        if S[T_PF_L2] == PF_STREAM:
+            _stream_train(S, line, t0)
+    else:
+        _site_count(S, SC_LLC_MISSES, 1)
+        done = _mem_read(S, line, t0)
+    S[S[H_LFB] + i] = done
+    _install(S, 0, line, done, cm.F_DIRTY if kind == K_STORE else 0)
+    if S[T_PF_L1] == PF_NEXT_LINE:
+        _l1_prefetch(S, line, t0)
+    return done
+
+
+@compiled
+def _own_line(S, line, t):
+    """Gain a whole line for writing without reading it (fast-string no-RFO store)."""
+    b = cm.lookup(S, 0, line)
+    if b >= 0:
+        cm.count(S, 0, cm.C_STORE_HIT, 1)
+        cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
+        cm.touch(S, 0, b, line)
+        return
+    cm.count(S, 0, cm.C_STORE_MISS, 1)
+    for lvl in range(1, S[T_LEVELS]):
+        j = cm.lookup(S, lvl, line)
+        if j >= 0:
+            cm.invalidate(S, lvl, j)
+    _install(S, 0, line, t, cm.F_DIRTY)
+
+
+# ---------------------------------------------------------------- op handlers
+@inlined
+def _load(S, addr, size, dependent):
+    t0 = S[S_NOW]
+    if dependent and S[S_DEP_READY] > t0:
+        t0 = S[S_DEP_READY]
+    first = addr >> 6
+    last = (addr + size - 1) >> 6
+    done = _demand(S, first, t0, K_LOAD)
+    if last != first:
+        done = max(done, _demand(S, last, t0, K_LOAD))
+    _issue(S, 1)
+    S[S_DEP_READY] = done
+    _rob_push(S, done)
+
+
+@compiled
+def _store_line(S, line):
+    now = S[S_NOW]
+    ready = _demand(S, line, now, K_STORE)
+    _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + 1))
+
+
+@compiled
+def _store(S, addr, size):
+    first = addr >> 6
+    last = (addr + size - 1) >> 6
+    _store_line(S, first)
+    if last != first:
+        _store_line(S, last)
+    _issue(S, 1)
+
+
+@compiled
+def _evict_everywhere(S, line, keep):
+    """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
+    dirty = 0
+    for lvl in range(S[T_LEVELS]):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            if keep:
+                dirty |= cm.flags(S, b) & cm.F_DIRTY
+                cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_DIRTY)
+            else:
+                dirty |= cm.invalidate(S, lvl, b)
+    return dirty
+
+
+@compiled
+def _wc_drain(S, i, t):
+    """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
+    o = S[H_WC] + 4 * i
+    mask = S[o + WC_MASK]
+    nbytes = 64
+    if mask != FULL_MASK:
+        nbytes = 0
+        for bit in range(64):
+            nbytes += (mask >> bit) & 1
+    acc = _mem_write(S, S[o + WC_LINE], nbytes, t)
+    S[o + WC_BUSY] = acc
+    S[o + WC_LINE] = -1
+    S[o + WC_MASK] = 0
+    if acc > S[S_WB_PENDING]:
+        S[S_WB_PENDING] = acc
+    return acc
+
+
+@compiled
+def _movnt_bytes(S, addr, size):
+    """Non-temporal store of `size` bytes within one line through a WC buffer."""
+    line = addr >> 6
+    if _evict_everywhere(S, line, False):
+        _mem_write(S, line, 64, S[S_NOW])
+    n = S[T_WC]
+    wc = S[H_WC]
+    slot = -1
+    for i in range(n):
+        if S[wc + 4 * i + WC_LINE] == line:
+            slot = i
+            break
+    if slot < 0:
+        best = -1
+        for i in range(n):  # a free buffer, the one available first
+            if S[wc + 4 * i + WC_LINE] == -1 and \
+                    (best < 0 or S[wc + 4 * i + WC_BUSY] < S[wc + 4 * best + WC_BUSY]):
+                best = i
+        if best < 0:  # all hold data: the oldest leaves partially filled
+            best = 0
+            for i in range(1, n):
+                if S[wc + 4 * i + WC_STAMP] < S[wc + 4 * best + WC_STAMP]:
+                    best = i
+            _wc_drain(S, best, S[S_NOW])
+        _stall_until(S, S[wc + 4 * best + WC_BUSY])
+        slot = best
+        S[wc + 4 * slot + WC_LINE] = line
+        S[S_MEM_STAMP] += 1
+        S[wc + 4 * slot + WC_STAMP] = S[S_MEM_STAMP]
+    bits = FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63)
+    S[wc + 4 * slot + WC_MASK] |= bits
+    if S[wc + 4 * slot + WC_MASK] == FULL_MASK:
+        _wc_drain(S, slot, S[S_NOW])
+
+
+@compiled
+def _wc_drain_all(S):
+    """Drain every WC buffer holding data; returns when the last drain is accepted."""
+    t = S[S_NOW]
+    wc = S[H_WC]
+    latest = 0
+    for i in range(S[T_WC]):
+        if S[wc + 4 * i + WC_LINE] != -1:
+            _wc_drain(S, i, t)
+        latest = max(latest, S[wc + 4 * i + WC_BUSY])
+    return latest
+
+
+@compiled
+def _flush(S, line, kind):
+    """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence)."""
+    now = S[S_NOW]
+    dirty = _evict_everywhere(S, line, kind == CLWB)
+    if kind == CLFLUSH:
+        start = max(now, S[S_CLFLUSH_CHAIN])
+        done = start + S[T_CLFLUSH]
+        if dirty:
+            done = max(done, _mem_write(S, line, 64, start))
+        S[S_CLFLUSH_CHAIN] = done
+        _sb_push(S, done)
+    else:
+        start = max(now, S[S_FLUSH_UNIT])
+        cost = S[T_CLWB] if kind == CLWB else S[T_CLFLUSHOPT]
+        S[S_FLUSH_UNIT] = start + cost
+        done = start + cost
+        if dirty:
+            done = max(done, _mem_write(S, line, 64, start))
+        if done > S[S_WB_PENDING]:
+            S[S_WB_PENDING] = done
+        _sb_push(S, start + cost)
+    _issue(S, 1)
+
+
+@compiled
+def _sfence(S):
+    _stall_until(S, max(_wc_drain_all(S), S[S_WB_PENDING], S[S_CLFLUSH_CHAIN]))
+    S[S_NOW] += S[T_SFENCE]
+
+
+@compiled
+def _lfence(S):
+    _stall_until(S, S[S_LOADS_MAX])
+    S[S_ROB_COUNT] = 0
+    S[S_NOW] += S[T_LFENCE]
+
+
+@compiled
+def _mfence(S):
+    _stall_until(S, max(S[S_LOADS_MAX], S[S_SB_LAST]))
+    _sfence(S)
+    S[S_ROB_COUNT] = 0
+    S[S_NOW] += S[T_MFENCE] - S[T_SFENCE]
+
+
+@compiled
+def _copy(S, pt, frames, op, dst, src, n):
+    """Bulk copies, expanded per destination line (sources are read line by line)."""
+    if n <= 0:
+        return
+    nrfo = op == REP_MOVSB and n >= S[T_REP_NRFO]
+    if op == REP_MOVSB:
+        S[S_NOW] += S[T_REP_START]
+    prev_src = -1
+    pos = 0
+    while pos < n:
+        d = dst + pos
+        k = min(64 - (d & 63), n - pos)
+        s = src + pos
+        _rob_gate(S)
+        t0 = S[S_NOW]
+        ready = t0
+        words = (k + 7) // 8
+        for sl in range(s >> 6, ((s + k - 1) >> 6) + 1):
+            if sl != prev_src:
+                ready = max(ready, _demand(S, sl, t0, K_LOAD))
+                prev_src = sl
+                if op != REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
+                    cm.count(S, 0, cm.C_LOAD_HIT, max(0, min(words, 8) - 1))
+        _rob_push(S, ready)
+        line = d >> 6
+        if op == NT_COPY:
+            _movnt_bytes(S, d, k)
+            _issue(S, words * (1 + S[T_MOVNT]))
+        elif op == REP_MOVSB:
+            if nrfo and k == 64:
+                _own_line(S, line, t0)
+                _sb_push(S, max(t0 + 1, S[S_SB_LAST] + 1))
+            else:
+                _store_line(S, line)
+            f = S[S_REP_FRAC] + S[T_REP_LINE_FP] * k // 64
+            S[S_NOW] += f // md.FP
+            S[S_REP_FRAC] = f % md.FP
+        else:
+            _store_line(S, line)
+            cm.count(S, 0, cm.C_STORE_HIT, words - 1)
+            _issue(S, 2 * words)
+        pos += k
+    if S[T_FUNCTIONAL]:
+        mm.copy_bytes(S, pt, frames, dst, src, n)
+
+
+# ---------------------------------------------------------------- precheck + loop
+@inlined
+def _op_ranges(ops, i):
+    """The byte ranges op i touches: (dst start, dst end, src start, src end)."""
+    op = ops[i, COL_OP]
+    a = ops[i, COL_ADDR]
+    n = ops[i, COL_SIZE]
+    if op == LOAD or op == STORE or op == MOVNT:
+        return a, a + n, 0, 0
+    if op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
+        return a & ~63, (a & ~63) + 64, 0, 0
+    if op == FLUSH_RANGE and n > 0:
+        return a & ~63, ((a + n + 63) >> 6) << 6, 0, 0
+    if op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
+        return a, a + n, ops[i, COL_SRC], ops[i, COL_SRC] + n
+    return 0, 0, 0, 0
+
+
+@inlined
+def _fast_ok(S, op, d0, d1, s0, s1):
+    """The common case needs no check: ranges inside the region checked last, and a
+    functional store into the page made present last."""
+    lo, hi = S[S_REG_LO], S[S_REG_HI]
+    if d1 > d0 and (d0 < lo or d1 > hi):
+        return False
+    if s1 > s0:
+        return False
+    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT):
+        return (d0 >> 12) == S[S_PAGE_OK] and ((d1 - 1) >> 12) == S[S_PAGE_OK]
+    return True
+
+
+@compiled
+def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
+    """Validate op i before any side effect: mapped, and pages present when functional.
+    Returns False (with out[] filled) if the run must stop before this op."""
+    for a0, a1 in ((d0, d1), (s0, s1)):
+        if a1 > a0:
+            bad = mm.unmapped_in(S, a0, a1)
+            if bad >= 0:
+                out[0] = ST_FAULT_UNMAPPED
+                out[2] = bad
+                return False
+    if d1 > d0:
+        r = mm.find_region(S, d0)
+        if d1 <= mm.reg(S, r, mm.RG_END):
+            S[S_REG_LO] = mm.reg(S, r, mm.RG_BASE)
+            S[S_REG_HI] = mm.reg(S, r, mm.RG_END)
+    op = ops[i, COL_OP]
+    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == REP_MOVSB or op == NT_COPY
+                            or op == CAREFUL_COPY):
+        need = out[2:4]
+        need[0] = 0
+        need[1] = 0
+        mm.missing_pages(S, pt, d0, d1, need)
+        mm.missing_pages(S, pt, s0, s1, need)
+        if need[1] > 0:
+            if need[0] > pt.shape[0] - mm.allocated(S, mm.A_CHUNKS) or \
+                    need[1] > frames.shape[0] - mm.allocated(S, mm.A_FRAMES):
+                out[0] = ST_NEED_PAGES
+                return False
+            mm.map_pages(S, pt, d0, d1)
+            mm.map_pages(S, pt, s0, s1)
+        S[S_PAGE_OK] = d0 >> 12
+    return True
+
+
+@compiled
+def _store_data(S, pt, frames, ops, data, i, addr, size):
+    if ops[i, COL_DATA] >= 0:
+        mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
+    else:
+        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+
+
+@compiled
+def run(S, pt, frames, ops, data, start, out):
+    """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
+    on a stop out[2:4] say why. The op that stopped the run has had no effect."""
+    out[0] = ST_OK
+    functional = S[T_FUNCTIONAL]
+    n = ops.shape[0]
+    for i in range(start, n):
+        out[1] = i
+        op = ops[i, COL_OP]
+        d0, d1, s0, s1 = _op_ranges(ops, i)
+        if not _fast_ok(S, op, d0, d1, s0, s1) and \
+                not _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
+            return
+        addr = ops[i, COL_ADDR]
+        size = ops[i, COL_SIZE]
+        S[S_OPS] += 1
+        if op != SITE and op != WORK:
+            _rob_gate(S)
+        if op == LOAD:
+            _load(S, addr, size, ops[i, COL_FLAGS] & FLAG_DEPENDENT)
+        elif op == STORE:
+            _store(S, addr, size)
+            if functional:
+                _store_data(S, pt, frames, ops, data, i, addr, size)
+        elif op == MOVNT:
+            _movnt_bytes(S, addr, size)
+            _issue(S, S[T_MOVNT])
+            if functional:
+                _store_data(S, pt, frames, ops, data, i, addr, size)
+        elif op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
+            _flush(S, addr >> 6, op)
+        elif op == FLUSH_RANGE:
+            if size > 0:
+                for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+                    _rob_gate(S)
+                    _flush(S, line, ops[i, COL_IMM])
+        elif op == SFENCE:
+            _sfence(S)
+        elif op == LFENCE:
+            _lfence(S)
+        elif op == MFENCE:
+            _mfence(S)
+        elif op == STAC or op == CLAC:
+            S[S_AC] = 1 if op == STAC else 0
+            if S[T_SMAP]:
+                S[S_NOW] += S[T_STAC] if op == STAC else S[T_CLAC]
+        elif op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
+            _copy(S, pt, frames, op, addr, ops[i, COL_SRC], size)
+        elif op == WORK:
+            S[S_NOW] += ops[i, COL_IMM]
+        elif op == SITE:
+            _site_close(S, S[S_NOW])
+            S[S_SITE] = ops[i, COL_IMM]
+    out[1] = n
+
+
+@compiled
+def _site_close(S, t):
+    """Charge the cycles and ops since the current site began to it."""
+    _site_count(S, SC_CYCLES, t - S[S_SITE_START])
+    _site_count(S, SC_OPS, S[S_OPS] - S[S_SITE_OPS])
+    S[S_SITE_START] = t
+    S[S_SITE_OPS] = S[S_OPS]
+
+
+@compiled
+def finish(S):
+    """Cycle at which everything issued so far has completed; charges the wait to the site."""
+    end = max(S[S_NOW], S[S_LOADS_MAX], S[S_SB_LAST], S[S_END], S[S_CLFLUSH_CHAIN])
+    _site_close(S, end)
+    S[S_NOW] = end
+    return end

@@ -1,0 +1,213 @@
+"""The Machine facade: profile -> state arrays, run(program), faults, statistics.
+
+Only this layer touches dicts, strings and files. It validates every program before the
+compiled core sees it, grows the lazily allocated memory pools when the core asks, and
+turns the core's status codes into Python exceptions naming op index, site and address.
+"""
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from emu import core as _core
+from emu import state as st
+from isa.ops import COL_IMM, COL_OP, Op
+from isa.program import Program
+from memmodel import cache as cm
+from memmodel import media as md
+from memmodel import memory as mm
+from memmodel.layout import Layout
+from memmodel.profile import ProfileError, check_regions, load_profile
+
+#: Seconds the first run in this process spent compiling (or loading) the core.
+COMPILE_SECONDS = {}
+
+
+class EmuFault(Exception):
+    """A precise fault: the run stopped before op `op_index`; state up to it is kept."""
+
+    def __init__(self, kind, op_index, site, addr, detail=""):
+        self.kind, self.op_index, self.site, self.addr = kind, op_index, site, addr
+        msg = f"{kind} at op {op_index} (site {site!r}), address {addr:#x}"
+        super().__init__(msg + (f": {detail}" if detail else ""))
+
+
+class UnmappedAccess(EmuFault):
+    pass
+
+
+@dataclass
+class RunResult:
+    cycles: int
+    seconds: float
+    ops: int
+
+
+class Machine:
+    """An emulated single core with its cache hierarchy, media and functional memory.
+
+    profile: a shipped profile name, a path to a TOML file, or a dict of TOML data.
+    overrides: {"cache.llc.size_bytes": ..., ...} applied on top of the profile.
+    regions: optional list of region dicts replacing the profile's memory map.
+    functional: move real bytes (off: timing and cache state only).
+    """
+
+    def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
+                 functional=True, smap=False, node=0, seed=0):
+        self.profile = load_profile(profile, overrides)
+        v = self.profile.values
+        self.freq_ghz = v["core"]["freq_ghz"]
+        self.level_names = list(v["cache"])
+        self.media_names = list(v["media"])
+        media_ids = {n: i for i, n in enumerate(self.media_names)}
+        if regions is not None:
+            regions = [dict(r) for r in regions]
+            for r in regions:
+                r.setdefault("privilege", "supervisor")
+                for key in ("name", "base", "size_bytes", "media", "node"):
+                    if key not in r:
+                        raise ProfileError(f"region {r.get('name', '?')}: missing {key!r}")
+                if r["media"] not in media_ids:
+                    raise ProfileError(f"region {r['name']!r}: media {r['media']!r} is not in "
+                                       f"profile {self.profile.name!r} ({', '.join(media_ids)})")
+                if r["base"] % 4096 or r["size_bytes"] % 4096 or r["size_bytes"] <= 0:
+                    raise ProfileError(f"region {r['name']!r}: base and size_bytes must be positive multiples of 4096")
+            check_regions(regions, "regions")
+        else:
+            regions = v["region"]
+        regions = sorted(regions, key=lambda r: r["base"])
+        levels = list(v["cache"].values())
+        media = [v["media"][n] for n in self.media_names]
+        self.layout = Layout()
+        st.add_sections(self.layout, v, len(regions), n_sites=4)
+        cm.add_sections(self.layout, levels)
+        md.add_sections(self.layout, media)
+        mm.add_sections(self.layout, regions)
+        self.S = self.layout.build()
+        st.init_sections(self.layout, self.S, v, functional, smap, node)
+        cm.init_sections(self.layout, self.S, levels, seed)
+        md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
+        self.pt, self.frames = mm.init_sections(self.layout, self.S, regions, media_ids)
+        self.region_names = [r["name"] for r in regions]
+        self.regions = {r["name"]: r for r in regions}
+        self.functional = functional
+        self.site_names = ["(none)"]
+        self._site_ids = {"(none)": 0}
+        self._out = np.zeros(4, dtype=np.int64)
+
+    # ------------------------------------------------------------------ running
+    @property
+    def cycles(self):
+        return int(self.S[st.S_NOW])
+
+    def _global_ops(self, program):
+        ops = program.ops
+        site_rows = ops[:, COL_OP] == Op.SITE
+        if not site_rows.any():
+            return ops
+        ops = ops.copy()
+        for i in np.nonzero(site_rows)[0]:
+            name = program.site_names[ops[i, COL_IMM]]
+            sid = self._site_ids.get(name)
+            if sid is None:
+                sid = self._site_ids[name] = len(self.site_names)
+                self.site_names.append(name)
+            ops[i, COL_IMM] = sid
+        rows = self.layout.shapes["site_ctr"][0]
+        if len(self.site_names) > rows:
+            self.S = self.layout.resized(self.S, "site_ctr",
+                                         (max(len(self.site_names), 2 * rows), st.N_SCOUNT))
+        return ops
+
+    def run(self, program):
+        """Execute a whole Program; returns RunResult. Raises EmuFault subclasses."""
+        if not isinstance(program, Program):
+            raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+        program.validate()
+        ops = self._global_ops(program)
+        data = program.data
+        start_cycle = self.cycles
+        i = 0
+        first = not COMPILE_SECONDS
+        t = time.perf_counter()
+        while True:
+            _core.run(self.S, self.pt, self.frames, ops, data, i, self._out)
+            status, i = int(self._out[0]), int(self._out[1])
+            if status == st.ST_OK:
+                break
+            if status == st.ST_NEED_PAGES:
+                self.pt, self.frames = mm.grow(self.S, self.pt, self.frames,
+                                               int(self._out[2]), int(self._out[3]))
+                continue
+            _core.finish(self.S)
+            site = self.site_names[int(self.S[st.S_SITE])]
+            if status == st.ST_FAULT_UNMAPPED:
+                raise UnmappedAccess("unmapped access", i, site, int(self._out[2]),
+                                     f"{Op(int(ops[i, COL_OP])).name} touches no region")
+            raise RuntimeError(f"core returned unknown status {status} at op {i}")
+        end = int(_core.finish(self.S))
+        if first:
+            COMPILE_SECONDS["run"] = time.perf_counter() - t
+        cycles = end - start_cycle
+        return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops))
+
+    def warmup(self):
+        """Compile (or load from cache) the core; returns seconds spent."""
+        m = Machine(self.profile, functional=self.functional)
+        p = Program()
+        base = next(iter(self.regions.values()))["base"]
+        p.load(base).store(base, b"x").sfence()
+        t = time.perf_counter()
+        m.run(p)
+        return time.perf_counter() - t
+
+    # ------------------------------------------------------------------ memory
+    def _check_mapped(self, addr, n):
+        bad = mm.unmapped_in(self.S, addr, addr + max(n, 1))
+        if bad >= 0:
+            raise UnmappedAccess("unmapped access", -1, "(facade)", int(bad))
+
+    def write(self, addr, data):
+        """Place bytes in memory without timing (set-up of buffers before a run)."""
+        raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) \
+            else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self._check_mapped(addr, len(raw))
+        need = np.zeros(2, dtype=np.int64)
+        mm.missing_pages(self.S, self.pt, addr, addr + len(raw), need)
+        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
+        mm.map_pages(self.S, self.pt, addr, addr + len(raw))
+        mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
+
+    def read(self, addr, n):
+        """Bytes at [addr, addr+n) as the program sees them (no timing)."""
+        self._check_mapped(addr, n)
+        return mm.read_bytes(self.S, self.pt, self.frames, addr, n).tobytes()
+
+    # ------------------------------------------------------------------ statistics
+    def stats(self):
+        """Counters per cache level, media, region and site, plus cycles."""
+        view = lambda name: self.layout.view(self.S, name)  # noqa: E731
+        levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, view("ccnt")[i])))
+                  for i, n in enumerate(self.level_names)}
+        for d in levels.values():
+            d["hits"] = d["load_hits"] + d["store_hits"]
+            d["misses"] = d["load_misses"] + d["store_misses"]
+        media = {n: dict(zip(md.MEDIA_COUNTER_NAMES, map(int, view("mcnt")[i])))
+                 for i, n in enumerate(self.media_names)}
+        regions = {n: dict(zip(st.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
+                   for i, n in enumerate(self.region_names)}
+        sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, view("site_ctr")[i])))
+                 for i, n in enumerate(self.site_names)}
+        return {"cycles": self.cycles, "seconds": self.cycles / (self.freq_ghz * 1e9),
+                "levels": levels, "media": media, "regions": regions, "sites": sites}
+
+    def cache_contents(self, level):
+        """Lines held per set at `level` (a name such as 'l1d' or an index)."""
+        return cm.contents(self.layout, self.S, self._level(level))
+
+    def dirty_lines(self, level):
+        """Sorted lines held dirty at `level`."""
+        return cm.dirty_lines(self.layout, self.S, self._level(level))
+
+    def _level(self, level):
+        return self.level_names.index(level) if isinstance(level, str) else level

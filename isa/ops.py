@@ -1,0 +1,44 @@
+"""Opcodes and the operand layout of a Program's op array.
+
+A Program is an int64 array of shape (n, N_COLS); each row is one op. The
+compiled core dispatches on the OP column; every opcode has its own handler.
+"""
+from enum import IntEnum
+
+
+class Op(IntEnum):
+    LOAD = 0          # addr, size 1..64; FLAG_DEPENDENT: address came from the previous load
+    STORE = 1         # addr, size 1..64; data from DATA (blob offset) or the IMM bytes
+    MOVNT = 2         # addr, size 4/8/16/32/64; non-temporal store through a WC buffer
+    CLFLUSH = 3       # addr
+    CLFLUSHOPT = 4    # addr
+    CLWB = 5          # addr
+    SFENCE = 6
+    LFENCE = 7
+    MFENCE = 8
+    STAC = 9
+    CLAC = 10
+    REP_MOVSB = 11    # addr=dst, src, size=len
+    NT_COPY = 12      # addr=dst, src, size=len; 8-byte loads + MOVNT of whole lines
+    CAREFUL_COPY = 13  # addr=dst, src, size=len; 8-byte load/store loop (copy_mc_fragile)
+    FLUSH_RANGE = 14  # addr, size=len, imm=Op.CLFLUSH/CLFLUSHOPT/CLWB
+    WORK = 15         # imm = cycles of non-memory work
+    SITE = 16         # imm = site id; attributes the following ops to that site
+
+
+N_OPS = len(Op)
+
+# Columns of the op array.
+COL_OP = 0
+COL_ADDR = 1
+COL_SIZE = 2
+COL_SRC = 3
+COL_DATA = 4   # offset into the Program's data blob, or -1 (use IMM's little-endian bytes)
+COL_IMM = 5
+COL_FLAGS = 6
+N_COLS = 7
+
+FLAG_DEPENDENT = 1
+
+MOVNT_SIZES = (4, 8, 16, 32, 64)
+LINE_BYTES = 64

@@ -1,0 +1,212 @@
+"""Set-associative cache levels, as sections of the state buffer S (memmodel.layout).
+
+All levels share flat per-block sections (tags, repl, ready, flags): level l's blocks start
+at lv[l, LV_BASE], set s at LV_BASE + s*ways. Compiled phases are small functions: lookup,
+touch (hit), fill (victim choice + evict + install), invalidate.
+"""
+import numpy as np
+
+from memmodel.jit import compiled, inlined
+from memmodel.layout import H_CCNT, H_FLAGS, H_LV, H_READY, H_REPL, H_TAGS
+from memmodel.policies import POLICY_IDS, fifo, lru, plru
+from memmodel.policies import random as rnd
+
+P_LRU, P_PLRU, P_FIFO, P_RANDOM = range(4)
+assert POLICY_IDS == ("lru", "plru", "fifo", "random")
+
+# lv[level, field]
+LV_SETS, LV_MASK, LV_WAYS, LV_BASE, LV_HIT, LV_POLICY, LV_RNG, LV_STAMP = range(8)
+N_LV = 8
+
+# flags[block] bits
+F_DIRTY, F_PREFETCHED = 1, 2
+
+# ccnt[level, counter]
+C_LOAD_HIT, C_LOAD_MISS, C_STORE_HIT, C_STORE_MISS = 0, 1, 2, 3
+C_WB_IN_HIT, C_WB_IN_MISS = 4, 5      # dirty victims arriving from the level above
+C_FILL, C_EVICT, C_WRITEBACK = 6, 7, 8  # WRITEBACK: dirty evictions sent down
+C_PF_FILL, C_PF_USEFUL, C_INVAL = 9, 10, 11
+COUNTER_NAMES = ("load_hits", "load_misses", "store_hits", "store_misses",
+                 "writeback_in_hits", "writeback_in_misses", "fills", "evictions",
+                 "dirty_writebacks", "prefetch_fills", "prefetch_useful", "invalidations")
+N_COUNTERS = len(COUNTER_NAMES)
+
+INVALID = -1
+
+
+def add_sections(layout, levels):
+    """Declare the cache sections for `levels` (dicts with size_bytes, ways, ...)."""
+    total = sum(lv["size_bytes"] // 64 for lv in levels)
+    layout.add("lv", (len(levels), N_LV))
+    for name in ("tags", "repl", "ready", "flags"):
+        layout.add(name, total)
+    layout.add("ccnt", (len(levels), N_COUNTERS))
+
+
+def init_sections(layout, S, levels, seed=0):
+    lv = layout.view(S, "lv")
+    base = 0
+    for i, lvl in enumerate(levels):
+        sets = lvl["size_bytes"] // (64 * lvl["ways"])
+        lv[i, LV_SETS] = sets
+        lv[i, LV_MASK] = sets - 1 if sets & (sets - 1) == 0 else -1
+        lv[i, LV_WAYS] = lvl["ways"]
+        lv[i, LV_BASE] = base
+        lv[i, LV_HIT] = lvl["hit_cycles"]
+        lv[i, LV_POLICY] = POLICY_IDS.index(lvl["policy"])
+        # xorshift must not start at 0; distinct per level, fixed by the seed
+        x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
+        lv[i, LV_RNG] = np.uint64(x).view(np.int64)
+        base += sets * lvl["ways"]
+    layout.view(S, "tags")[:] = INVALID
+
+
+@inlined
+def lvp(S, lvl, field):
+    return S[S[H_LV] + lvl * N_LV + field]
+
+
+@inlined
+def hit_cycles(S, lvl):
+    return S[S[H_LV] + lvl * N_LV + LV_HIT]
+
+
+@inlined
+def count(S, lvl, counter, n):
+    S[S[H_CCNT] + lvl * N_COUNTERS + counter] += n
+
+
+@inlined
+def set_start(S, lvl, line):
+    """Block index of the first way of `line`'s set at `lvl`."""
+    o = S[H_LV] + lvl * N_LV
+    m = S[o + LV_MASK]
+    s = (line & m) if m >= 0 else (line % S[o + LV_SETS])
+    return S[o + LV_BASE] + s * S[o + LV_WAYS]
+
+
+@inlined
+def lookup(S, lvl, line):
+    """Block index holding `line` at level `lvl`, or -1."""
+    i0 = set_start(S, lvl, line)
+    t = S[H_TAGS] + i0
+    for w in range(S[S[H_LV] + lvl * N_LV + LV_WAYS]):
+        if S[t + w] == line:
+            return i0 + w
+    return -1
+
+
+@inlined
+def tag(S, b):
+    return S[S[H_TAGS] + b]
+
+
+@inlined
+def ready(S, b):
+    return S[S[H_READY] + b]
+
+
+@inlined
+def flags(S, b):
+    return S[S[H_FLAGS] + b]
+
+
+@inlined
+def set_flags(S, b, f):
+    S[S[H_FLAGS] + b] = f
+
+
+@inlined
+def touch(S, lvl, b, line):
+    """Replacement update for a hit on block `b`."""
+    i0 = set_start(S, lvl, line)
+    o = S[H_LV] + lvl * N_LV
+    S[o + LV_STAMP] += 1
+    r0 = S[H_REPL] + i0
+    ways, p, stamp = S[o + LV_WAYS], S[o + LV_POLICY], S[o + LV_STAMP]
+    if p == P_LRU:
+        lru.on_hit(S, r0, ways, b - i0, stamp)
+    elif p == P_PLRU:
+        plru.on_hit(S, r0, ways, b - i0, stamp)
+    elif p == P_FIFO:
+        fifo.on_hit(S, r0, ways, b - i0, stamp)
+    else:
+        rnd.on_hit(S, r0, ways, b - i0, stamp)
+
+
+@compiled
+def _victim_way(S, lvl, i0):
+    o = S[H_LV] + lvl * N_LV
+    ways = S[o + LV_WAYS]
+    t = S[H_TAGS] + i0
+    for w in range(ways):
+        if S[t + w] == INVALID:
+            return w
+    p = S[o + LV_POLICY]
+    r0 = S[H_REPL] + i0
+    if p == P_LRU:
+        return lru.victim(S, r0, ways, o + LV_RNG)
+    if p == P_PLRU:
+        return plru.victim(S, r0, ways, o + LV_RNG)
+    if p == P_FIFO:
+        return fifo.victim(S, r0, ways, o + LV_RNG)
+    return rnd.victim(S, r0, ways, o + LV_RNG)
+
+
+@compiled
+def fill(S, lvl, line, at, flg):
+    """Install `line` at `lvl` (it must not be present) with data ready at cycle `at` and
+    flags `flg`. Returns (block index, evicted line or INVALID, whether it was dirty)."""
+    i0 = set_start(S, lvl, line)
+    way = _victim_way(S, lvl, i0)
+    b = i0 + way
+    old = S[S[H_TAGS] + b]
+    old_dirty = S[S[H_FLAGS] + b] & F_DIRTY
+    if old != INVALID:
+        count(S, lvl, C_EVICT, 1)
+        if old_dirty:
+            count(S, lvl, C_WRITEBACK, 1)
+    S[S[H_TAGS] + b] = line
+    S[S[H_FLAGS] + b] = flg
+    S[S[H_READY] + b] = at
+    count(S, lvl, C_FILL, 1)
+    o = S[H_LV] + lvl * N_LV
+    S[o + LV_STAMP] += 1
+    r0 = S[H_REPL] + i0
+    ways, p, stamp = S[o + LV_WAYS], S[o + LV_POLICY], S[o + LV_STAMP]
+    if p == P_LRU:
+        lru.on_fill(S, r0, ways, way, stamp)
+    elif p == P_PLRU:
+        plru.on_fill(S, r0, ways, way, stamp)
+    elif p == P_FIFO:
+        fifo.on_fill(S, r0, ways, way, stamp)
+    else:
+        rnd.on_fill(S, r0, ways, way, stamp)
+    return b, old, old_dirty
+
+
+@compiled
+def invalidate(S, lvl, b):
+    """Drop block `b`; returns whether it was dirty."""
+    was_dirty = S[S[H_FLAGS] + b] & F_DIRTY
+    S[S[H_TAGS] + b] = INVALID
+    S[S[H_FLAGS] + b] = 0
+    count(S, lvl, C_INVAL, 1)
+    return was_dirty
+
+
+def contents(layout, S, lvl):
+    """Python view for tests and reports: list of sets, each a sorted list of lines."""
+    lv = layout.view(S, "lv")[lvl]
+    n_sets, ways, b = int(lv[LV_SETS]), int(lv[LV_WAYS]), int(lv[LV_BASE])
+    tags = layout.view(S, "tags")[b:b + n_sets * ways].reshape(n_sets, ways)
+    return [sorted(int(t) for t in row if t != INVALID) for row in tags]
+
+
+def dirty_lines(layout, S, lvl):
+    """Sorted list of the lines held dirty at `lvl`."""
+    lv = layout.view(S, "lv")[lvl]
+    b, n = int(lv[LV_BASE]), int(lv[LV_SETS] * lv[LV_WAYS])
+    tags = layout.view(S, "tags")[b:b + n]
+    fl = layout.view(S, "flags")[b:b + n]
+    return sorted(int(t) for t, f in zip(tags, fl) if t != INVALID and f & F_DIRTY)

@@ -1,0 +1,21 @@
+"""First in, first out: one fill stamp per way; hits do not change it."""
+from memmodel.jit import compiled, inlined
+
+
+@inlined
+def on_hit(S, r0, ways, way, stamp):
+    pass
+
+
+@inlined
+def on_fill(S, r0, ways, way, stamp):
+    S[r0 + way] = stamp
+
+
+@inlined
+def victim(S, r0, ways, rng_i):
+    best = 0
+    for w in range(1, ways):
+        if S[r0 + w] < S[r0 + best]:
+            best = w
+    return best
