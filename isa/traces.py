@@ -371,14 +371,20 @@ def _sniff(name):
     return None
 
 
+def detect_format(path):
+    """The format of a trace file from its extension (.npy, .din) or, failing that, its first
+    line that is not a valgrind message (lackey or din syntax; .npy magic); None if unknown."""
+    name = os.fspath(path)
+    ext = os.path.splitext(name)[1].lower()
+    return {".npy": "npy", ".din": "din"}.get(ext) or _sniff(name)
+
+
 def read_trace(path, fmt=None):
-    """Read a trace file as a Program. `fmt` is "lackey", "din" or "npy"; if None it is taken
-    from the extension (.npy, .din) or sniffed from the first line that is not a valgrind
-    message (lackey or din syntax; .npy magic)."""
+    """Read a trace file as a Program. `fmt` is "lackey", "din" or "npy", or None to use
+    detect_format()."""
     name = os.fspath(path)
     if fmt is None:
-        ext = os.path.splitext(name)[1].lower()
-        fmt = {".npy": "npy", ".din": "din"}.get(ext) or _sniff(name)
+        fmt = detect_format(name)
         if fmt is None:
             raise ProgramError(f"{name}: unknown trace format (not .npy/.din, and the first line is "
                                f"neither lackey nor din syntax); pass fmt= one of {sorted(_READERS)}")

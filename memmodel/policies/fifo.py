@@ -1,5 +1,5 @@
 """First in, first out: one fill stamp per way; hits do not change it."""
-from memmodel.jit import compiled, inlined
+from memmodel.jit import inlined
 
 
 @inlined

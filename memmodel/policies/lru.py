@@ -1,5 +1,5 @@
 """Least recently used: one last-use stamp per way (as ChampSim's LRU)."""
-from memmodel.jit import compiled, inlined
+from memmodel.jit import inlined
 
 
 @inlined

@@ -1,0 +1,264 @@
+"""The `emu` command line.
+
+Subcommands live in COMMANDS: name -> Command(help, configure(parser), run(args) -> text).
+`run` returns the whole output as a string; main() prints it only after the command
+succeeded, so a failure never leaves half a table behind.  Expected failures (a bad profile
+or override, a malformed trace, a fault in the emulated program, a missing file) are printed
+as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
+
+To add `emu run SCENARIO` later: write `_configure_run(parser)` and `_cmd_run(args)` and add
+`"run": Command(...)` to COMMANDS.
+"""
+import argparse
+import json
+import sys
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from emu.machine import EmuFault, Machine
+from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
+from isa.program import ProgramError
+from isa.traces import detect_format, read_trace
+from memmodel.profile import ProfileError, load_profile, shipped_profiles
+
+PAGE_BYTES = 4096
+TRACE_FORMATS = ("lackey", "din", "npy")
+
+
+class CliError(Exception):
+    """A usage problem found after argument parsing (reported like the others)."""
+
+
+class Command(NamedTuple):
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], str]
+
+
+# ---------------------------------------------------------------------------- profiles
+def _configure_profiles(parser):
+    pass
+
+
+def _cmd_profiles(args):
+    names = shipped_profiles()
+    width = max(map(len, names))
+    return "".join(f"{n:<{width}}  {load_profile(n).values['profile']['description']}\n"
+                   for n in names)
+
+
+# ---------------------------------------------------------------------------- trace
+_MAP_HELP = """\
+address mapping (--map-trace):
+  Trace addresses are taken as addresses in the profile's memory map ([[region]] tables,
+  see `emu profiles`); an access outside every region is an error.  A trace recorded from a
+  real process (lackey) carries that process's virtual addresses instead: the stack near
+  0x1ffefff000, the binary and heap low, so they would land in arbitrary regions or none.
+  --map-trace remaps the trace page-wise into one region: the distinct 4 KiB pages it
+  touches (a multi-byte access or a copy counts every page it spans) are packed
+  contiguously from the region's base in ascending address order.  Offsets within a page,
+  the order of pages and the adjacency of touched neighbouring pages are kept; untouched
+  gaps are dropped.  The region is --region NAME (default: the profile's first region).
+  Default: on for lackey traces, off for din and npy traces.  --region implies --map-trace.
+"""
+
+
+def _parse_value(text):
+    """--set VALUE: int (decimal or 0x/0o/0b), float, true/false, else a string."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def _parse_set(item):
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {item!r}")
+    return key.strip(), _parse_value(value.strip())
+
+
+def _configure_trace(parser):
+    parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
+    parser.add_argument("--format", choices=TRACE_FORMATS,
+                        help="trace format (default: from the extension .din/.npy, else "
+                             "detected from the first line)")
+    parser.add_argument("--profile", default="skylake-ddr4", metavar="P",
+                        help="shipped profile name or path to a .toml file (default: %(default)s)")
+    parser.add_argument("--set", dest="overrides", action="append", type=_parse_set, default=[],
+                        metavar="KEY=VALUE",
+                        help="override a profile value, e.g. cache.l1d.prefetcher=none or "
+                             "core.freq_ghz=3.0 "
+                             "(VALUE is parsed as int, float, true/false or string; repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--no-functional", dest="functional", action="store_false",
+                        help="timing and cache state only; do not move bytes (faster)")
+    parser.add_argument("--map-trace", action=argparse.BooleanOptionalAction, default=None,
+                        help="remap trace addresses page-wise into one region (see below; "
+                             "default: on for lackey, off for din/npy)")
+    parser.add_argument("--region", metavar="NAME",
+                        help="region to map the trace into (implies --map-trace; default: the "
+                             "profile's first region)")
+    parser.epilog = _MAP_HELP
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _trace_format(name, fmt):
+    """The format read_trace will use (so that the mapping default can depend on it)."""
+    return fmt if fmt is not None else detect_format(name)
+
+
+_NO_ADDR = [int(o) for o in (Op.SFENCE, Op.LFENCE, Op.MFENCE, Op.STAC, Op.CLAC, Op.WORK, Op.SITE)]
+_ONE_LINE = [int(o) for o in (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)]
+_COPIES = [int(o) for o in (Op.REP_MOVSB, Op.NT_COPY, Op.CAREFUL_COPY)]
+
+
+def map_trace_pages(ops, base, size_bytes, region="region"):
+    """Remap the addresses of an op array in place: the distinct 4 KiB pages touched (ranges of
+    copies and flushes included) are packed from `base` in ascending address order, keeping
+    page offsets.  Returns the number of pages used; raises CliError if they do not fit."""
+    op = ops[:, COL_OP]
+    dst = ~np.isin(op, _NO_ADDR)
+    src = np.isin(op, _COPIES)
+    length = np.where(np.isin(op, _ONE_LINE), 1, np.maximum(ops[:, COL_SIZE], 1))
+    starts = np.concatenate([ops[dst, COL_ADDR], ops[src, COL_SRC]])
+    ends = starts + np.concatenate([length[dst], length[src]])
+    if not len(starts):
+        return 0
+    first, last = starts // PAGE_BYTES, (ends - 1) // PAGE_BYTES
+    order = np.argsort(first, kind="stable")
+    first, last = first[order], last[order]
+    reach = np.maximum.accumulate(last)
+    new = np.ones(len(first), dtype=bool)
+    new[1:] = first[1:] > reach[:-1]
+    seg_first = first[new]
+    seg_last = reach[np.append(np.flatnonzero(new)[1:] - 1, len(first) - 1)]
+    seg_pages = seg_last - seg_first + 1
+    seg_new = np.concatenate([[0], np.cumsum(seg_pages)[:-1]])
+    pages = int(seg_pages.sum())
+    if pages * PAGE_BYTES > size_bytes:
+        raise CliError(f"--map-trace: the trace touches {pages} distinct 4 KiB pages, more than "
+                       f"region {region!r} holds ({size_bytes // PAGE_BYTES})")
+
+    def remap(a):
+        page = a // PAGE_BYTES
+        k = np.searchsorted(seg_first, page, side="right") - 1
+        return base + (seg_new[k] + page - seg_first[k]) * PAGE_BYTES + a % PAGE_BYTES
+
+    ops[dst, COL_ADDR] = remap(ops[dst, COL_ADDR])
+    ops[src, COL_SRC] = remap(ops[src, COL_SRC])
+    return pages
+
+
+def _region_list(regions):
+    return ", ".join(f"{n} {r['base']:#x}-{r['base'] + r['size_bytes']:#x}" for n, r in regions.items())
+
+
+def _cmd_trace(args):
+    overrides = dict(args.overrides)
+    machine = Machine(args.profile, overrides or None, functional=args.functional)
+    prof = machine.profile
+    fmt = _trace_format(args.file, args.format)
+    program = read_trace(args.file, fmt)
+    do_map = args.map_trace
+    if do_map is False and args.region:
+        raise CliError("--region maps the trace into a region; it cannot be used with --no-map-trace")
+    if do_map is None:
+        do_map = fmt == "lackey" or args.region is not None
+    mapping = None
+    if do_map:
+        first_region = prof.values["region"][0]["name"]
+        name = args.region or first_region
+        region = machine.regions.get(name)
+        if region is None:
+            raise CliError(f"--region {name!r}: profile {prof.name!r} has no such region "
+                           f"(regions: {', '.join(machine.regions)})")
+        pages = map_trace_pages(program.ops, region["base"], region["size_bytes"], name)
+        mapping = {"region": name, "pages": pages, "page_bytes": PAGE_BYTES}
+    try:
+        result = machine.run(program)
+    except EmuFault as e:
+        hint = "" if do_map else "; --map-trace remaps a trace into one region"
+        raise CliError(f"{args.file}: {e} (regions of {prof.name}: "
+                       f"{_region_list(machine.regions)}{hint})") from e
+    s = machine.stats()
+    levels = {}
+    for n, d in s["levels"].items():
+        total = d["hits"] + d["misses"]
+        levels[n] = dict(d, miss_ratio=(d["misses"] / total) if total else None)
+    report = {
+        "trace": args.file, "format": fmt, "profile": prof.name,
+        "cycles": result.cycles, "seconds": result.seconds, "ops": result.ops,
+        "levels": levels, "media": s["media"], "regions": s["regions"],
+        "map_trace": mapping, "functional": args.functional, "overrides": overrides,
+        "profile_files": list(prof.files), "profile_sources": dict(prof.sources),
+    }
+    return json.dumps(report, indent=2) + "\n" if args.json else _trace_table(report)
+
+
+def _table(header, rows):
+    cols = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cols) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                             for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return "\n".join(fmt(r) for r in cols) + "\n"
+
+
+def _trace_table(r):
+    mapped = (f"{r['map_trace']['pages']} pages mapped into {r['map_trace']['region']}"
+              if r["map_trace"] else "addresses as in the trace")
+    out = [f"trace    {r['trace']} ({r['format']}; {mapped})\n",
+           f"profile  {r['profile']}" + (f" with {len(r['overrides'])} override(s)" if r["overrides"] else "") + "\n",
+           f"cycles   {r['cycles']}\n",
+           f"seconds  {r['seconds']:.6e} (emulated)\n",
+           f"ops      {r['ops']}\n\n"]
+    out.append(_table(["level", "hits", "misses", "miss ratio", "fills", "dirty write-backs"],
+                      [[n, d["hits"], d["misses"], "-" if d["miss_ratio"] is None else f"{d['miss_ratio']:.4f}",
+                        d["fills"], d["dirty_writebacks"]] for n, d in r["levels"].items()]))
+    out.append("\n")
+    out.append(_table(["media", "reads", "writes"],
+                      [[n, d["reads"], d["writes"]] for n, d in r["media"].items()]))
+    out.append("\n")
+    out.append(_table(["region", "line reads", "line writes"],
+                      [[n, d["line_reads"], d["line_writes"]] for n, d in r["regions"].items()]))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------- main
+COMMANDS = {
+    "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
+    "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
+                     _configure_trace, _cmd_trace),
+}
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="emu", description="cacheline-emu: a cycle-approximate x86 memory-system emulator.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, cmd in COMMANDS.items():
+        cmd.configure(sub.add_parser(name, help=cmd.help, description=cmd.help))
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        text = COMMANDS[args.command].run(args)
+    except (CliError, ProfileError, ProgramError, EmuFault, OSError) as e:
+        print(f"emu: error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
