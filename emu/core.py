@@ -10,12 +10,6 @@ channels and write-pending queues until they do.
 from emu.state import (
     N_RCOUNT,
     N_SCOUNT,
-    PF_NEXT_LINE,
-    PF_STREAM,
-    PS_LAST,
-    PS_NEXT,
-    PS_PAGE,
-    PS_STAMP,
     RC_READS,
     RC_WRITES,
     S_AC,
@@ -51,7 +45,6 @@ from emu.state import (
     ST_FAULT_UNMAPPED,
     ST_NEED_PAGES,
     ST_OK,
-    STREAM_ENTRIES,
     T_CLAC,
     T_CLFLUSH,
     T_CLFLUSHOPT,
@@ -105,9 +98,9 @@ from memmodel.layout import (
     H_ROB_SEQ,
     H_SB,
     H_SITE_CTR,
-    H_STREAM,
     H_WC,
 )
+from memmodel.prefetch import PF_NEXT_LINE, PF_NONE, next_line, stream
 
 LOAD, STORE, MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
 CLFLUSH, CLFLUSHOPT, CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
@@ -302,46 +295,6 @@ def _walk(S, line, t0, first, kind):
     return done
 
 
-@compiled
-def _stream_train(S, line, t0):
-    """L2 stream prefetcher, trained by L1 misses: an ascending run in one 4 KiB page
-    triggers fills into L2 up to `distance` lines ahead, `degree` lines per trigger."""
-    page = line >> 6
-    st = S[H_STREAM]
-    e = -1
-    oldest = 0
-    for i in range(STREAM_ENTRIES):
-        if S[st + 4 * i + PS_PAGE] == page:
-            e = i
-            break
-        if S[st + 4 * i + PS_STAMP] < S[st + 4 * oldest + PS_STAMP]:
-            oldest = i
-    S[S_MEM_STAMP] += 1
-    if e < 0:
-        o = st + 4 * oldest
-        S[o + PS_PAGE] = page
-        S[o + PS_LAST] = line
-        S[o + PS_NEXT] = line + 1
-        S[o + PS_STAMP] = S[S_MEM_STAMP]
-        return
-    o = st + 4 * e
-    S[o + PS_STAMP] = S[S_MEM_STAMP]
-    if line != S[o + PS_LAST] + 1 and line != S[o + PS_LAST]:
-        S[o + PS_LAST] = line
-        S[o + PS_NEXT] = line + 1
-        return
-    S[o + PS_LAST] = line
-    nxt = max(S[o + PS_NEXT], line + 1)
-    limit = min(line + S[T_STREAM_DIST], ((page + 1) << 6) - 1)
-    issued = 0
-    while nxt <= limit and issued < S[T_STREAM_DEG]:
-        if cm.lookup(S, 1, nxt) < 0 and mm.find_region(S, nxt << 6) >= 0:
-            _walk(S, nxt, t0, 1, K_PREFETCH)
-        nxt += 1
-        issued += 1
-    S[o + PS_NEXT] = nxt
-
-
 @inlined
 def _free_lfb(S):
     """Index of the line fill buffer that frees first."""
@@ -354,16 +307,23 @@ def _free_lfb(S):
 
 
 @compiled
-def _l1_prefetch(S, line, t0):
-    """Next-line prefetcher at L1: after a demand miss, fetch line+1 (same 4 KiB page) if
-    a line fill buffer is free at t0."""
-    nxt = line + 1
-    if (nxt >> 6) != (line >> 6) or cm.lookup(S, 0, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
-        return
-    i = _free_lfb(S)
-    if S[S[H_LFB] + i] > t0:
-        return
-    S[S[H_LFB] + i] = _walk(S, nxt, t0, 0, K_PREFETCH)
+def _prefetch(S, lvl, pf, line, t0):
+    """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
+    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer."""
+    if pf == PF_NEXT_LINE:
+        first, count = next_line.train(S, line, S[T_STREAM_DIST], S[T_STREAM_DEG])
+    else:
+        first, count = stream.train(S, line, S[T_STREAM_DIST], S[T_STREAM_DEG])
+    for nxt in range(first, first + count):
+        if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+            continue
+        if lvl == 0:
+            i = _free_lfb(S)
+            if S[S[H_LFB] + i] > t0:
+                return
+            S[S[H_LFB] + i] = _walk(S, nxt, t0, 0, K_PREFETCH)
+        else:
+            _walk(S, nxt, t0, lvl, K_PREFETCH)
 
 
 @inlined
@@ -397,15 +357,15 @@ def _demand_miss(S, line, t0, kind):
         _stall_until(S, t0)
     if S[T_LEVELS] > 1:
         done = _walk(S, line, t0, 1, kind)
-        if S[T_PF_L2] == PF_STREAM:
-            _stream_train(S, line, t0)
+        if S[T_PF_L2] != PF_NONE:
+            _prefetch(S, 1, S[T_PF_L2], line, t0)
     else:
         _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
     S[S[H_LFB] + i] = done
     _install(S, 0, line, done, cm.F_DIRTY if kind == K_STORE else 0)
-    if S[T_PF_L1] == PF_NEXT_LINE:
-        _l1_prefetch(S, line, t0)
+    if S[T_PF_L1] != PF_NONE:
+        _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
 
 

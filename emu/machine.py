@@ -17,6 +17,7 @@ from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.layout import Layout
+from memmodel.prefetch import stream
 from memmodel.profile import ProfileError, check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
@@ -83,9 +84,11 @@ class Machine:
         cm.add_sections(self.layout, levels)
         md.add_sections(self.layout, media)
         mm.add_sections(self.layout, regions)
+        stream.add_sections(self.layout)
         self.S = self.layout.build()
         st.init_sections(self.layout, self.S, v, functional, smap, node)
         cm.init_sections(self.layout, self.S, levels, seed)
+        stream.init_sections(self.layout, self.S)
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
         self.pt, self.frames = mm.init_sections(self.layout, self.S, regions, media_ids)
         self.region_names = [r["name"] for r in regions]

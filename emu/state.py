@@ -6,6 +6,7 @@ absolute indices: compiled code reads S[T_ROB] or S[S_NOW]. Python converts the 
 """
 from memmodel.layout import N_HEADER
 from memmodel.media import FP
+from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 
 _T_FIELDS = ("upc", "rob", "sb", "lfb", "wc", "lfence", "sfence", "mfence", "clflush",
              "clflushopt", "clwb", "stac", "clac", "movnt", "rep_start", "rep_line_fp",
@@ -27,14 +28,9 @@ _S_FIELDS = ("now", "uop_frac", "uop_seq", "loads_max", "dep_ready", "rob_head",
  S_PAGE_OK) = range(N_HEADER + N_TP, N_HEADER + N_TP + len(_S_FIELDS))
 N_SC = len(_S_FIELDS)
 
-PF_NONE, PF_NEXT_LINE, PF_STREAM = 0, 1, 2
-PREFETCHER_IDS = ("none", "next_line", "stream")
 
 # wc[buffer, field]
 WC_LINE, WC_MASK, WC_BUSY, WC_STAMP = range(4)
-# stream[entry, field]: L2 stream prefetcher table
-PS_PAGE, PS_LAST, PS_NEXT, PS_STAMP = range(4)
-STREAM_ENTRIES = 16
 
 SITE_COUNTER_NAMES = ("cycles", "ops", "l1d_misses", "llc_misses", "media_reads", "media_writes")
 (SC_CYCLES, SC_OPS, SC_L1_MISSES, SC_LLC_MISSES, SC_MEDIA_READS, SC_MEDIA_WRITES) = range(6)
@@ -56,7 +52,6 @@ def add_sections(layout, values, n_regions, n_sites):
     layout.add("sb", core["store_buffer_entries"])
     layout.add("lfb", core["lfb_entries"])
     layout.add("wc", (core["wc_buffers"], 4))
-    layout.add("stream", (STREAM_ENTRIES, 4))
     layout.add("site_ctr", (n_sites, N_SCOUNT))
     layout.add("region_ctr", (n_regions, N_RCOUNT))
 
@@ -88,4 +83,3 @@ def init_sections(layout, S, values, functional, smap, node):
         S[k] = v
     S[S_PAGE_OK] = -1
     layout.view(S, "wc")[:, WC_LINE] = -1
-    layout.view(S, "stream")[:, PS_PAGE] = -1

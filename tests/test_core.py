@@ -238,3 +238,28 @@ def test_same_program_profile_and_seed_give_identical_results():
         return r.cycles, m.stats()
     assert go(3) == go(3)
     assert go(3)[1]["levels"]["l2"] != go(4)[1]["levels"]["l2"]
+
+
+# ------------------------------------------------------------------ prefetchers
+def test_next_line_prefetcher_fetches_the_following_line_within_the_page():
+    m = Machine("skylake-ddr4", {"cache.l2.prefetcher": "none"})
+    m.run(Program().load(0x1000).load(0x1FC0))  # second miss: the last line of the page
+    l1 = {line for s in m.cache_contents("l1d") for line in s}
+    assert 0x1040 >> 6 in l1          # line after the first miss
+    assert 0x2000 >> 6 not in l1      # never across the 4 KiB page
+    assert m.stats()["levels"]["l1d"]["prefetch_fills"] == 1
+
+
+def test_stream_prefetcher_runs_ahead_of_an_ascending_miss_stream():
+    m = Machine("skylake-ddr4", {"cache.l1d.prefetcher": "none"})
+    deg = m.profile.values["prefetch"]["stream_degree_lines"]
+    m.run(Program().load(0x0).load(0x40).load(0x80))  # two confirmations of one stream
+    l2 = {line for s in m.cache_contents("l2") for line in s}
+    assert m.stats()["levels"]["l2"]["prefetch_fills"] == 2 * deg
+    assert set(range(3, 3 + deg)) <= l2
+
+
+def test_prefetched_line_counts_as_useful_when_demanded():
+    m = Machine("skylake-ddr4", {"cache.l2.prefetcher": "none"})
+    m.run(Program().load(0x0).load(0x40))
+    assert m.stats()["levels"]["l1d"]["prefetch_useful"] == 1

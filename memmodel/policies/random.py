@@ -1,5 +1,6 @@
 """Random replacement from a seeded xorshift64 generator (deterministic per seed)."""
 import numpy as np
+
 from memmodel.jit import inlined
 
 
