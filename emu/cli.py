@@ -6,8 +6,7 @@ succeeded, so a failure never leaves half a table behind.  Expected failures (a 
 or override, a malformed trace, a fault in the emulated program, a missing file) are printed
 as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
 
-To add `emu run SCENARIO` later: write `_configure_run(parser)` and `_cmd_run(args)` and add
-`"run": Command(...)` to COMMANDS.
+`emu run NAME` dispatches to the scenario modules of emu.scenarios.
 """
 import argparse
 import json
@@ -17,6 +16,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from emu.machine import EmuFault, Machine
+from emu.scenarios import SCENARIOS
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
@@ -86,12 +86,9 @@ def _parse_set(item):
     return key.strip(), _parse_value(value.strip())
 
 
-def _configure_trace(parser):
-    parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
-    parser.add_argument("--format", choices=TRACE_FORMATS,
-                        help="trace format (default: from the extension .din/.npy, else "
-                             "detected from the first line)")
-    parser.add_argument("--profile", default="skylake-ddr4", metavar="P",
+def _machine_options(parser, default_profile):
+    """--profile, --set and --json, shared by the commands that run a machine."""
+    parser.add_argument("--profile", default=default_profile, metavar="P",
                         help="shipped profile name or path to a .toml file (default: %(default)s)")
     parser.add_argument("--set", dest="overrides", action="append", type=_parse_set, default=[],
                         metavar="KEY=VALUE",
@@ -99,6 +96,14 @@ def _configure_trace(parser):
                              "core.freq_ghz=3.0 "
                              "(VALUE is parsed as int, float, true/false or string; repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def _configure_trace(parser):
+    parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
+    parser.add_argument("--format", choices=TRACE_FORMATS,
+                        help="trace format (default: from the extension .din/.npy, else "
+                             "detected from the first line)")
+    _machine_options(parser, "skylake-ddr4")
     parser.add_argument("--no-functional", dest="functional", action="store_false",
                         help="timing and cache state only; do not move bytes (faster)")
     parser.add_argument("--map-trace", action=argparse.BooleanOptionalAction, default=None,
@@ -232,8 +237,26 @@ def _trace_table(r):
     return "".join(out)
 
 
+# ---------------------------------------------------------------------------- run
+def _configure_run(parser):
+    sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
+    for name, mod in SCENARIOS.items():
+        p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        _machine_options(p, mod.DEFAULT_PROFILE)
+        mod.configure(p)
+
+
+def _cmd_run(args):
+    mod = SCENARIOS[args.scenario]
+    result = mod.run(args)
+    result["overrides"] = dict(args.overrides)
+    return json.dumps(result, indent=2) + "\n" if args.json else mod.table(result)
+
+
 # ---------------------------------------------------------------------------- main
 COMMANDS = {
+    "run": Command("run a named study (shared/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),
