@@ -57,8 +57,10 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+for _p in (ROOT, os.path.join(ROOT, "tests")):  # tests/reference_cache.py: the pycachesim set-up
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+from reference_cache import pcs_hierarchy  # noqa: E402
 
 MIB = 1 << 20
 LINE = 64
@@ -203,36 +205,25 @@ def emu_copy(src, dst, src_words):
 
 
 # ------------------------------------------------------------------ pycachesim
-def pcs_hierarchy():
-    from cachesim import Cache, CacheSimulator, MainMemory
-    mem = MainMemory()
-    below = None
-    caches = []
-    for name, (size, ways) in reversed(list(zip(("L1", "L2", "L3"), (L1, L2, L3)))):
-        c = Cache(name, size // (LINE * ways), ways, LINE, "LRU",
-                  store_to=below, load_from=below)
-        if below is None:
-            mem.load_to(c)
-            mem.store_from(c)
-        caches.insert(0, c)
-        below = c
-    return CacheSimulator(caches[0], mem), caches
-
-
 def pcs_stats(caches):
     return [{"hit": c.HIT_count, "miss": c.MISS_count, "loads": c.LOAD_count,
              "stores": c.STORE_count, "evicts": c.EVICT_count} for c in caches]
 
 
-def pcs_loads(addrs):
+def _pcs_timed(make_trace, replay):
+    """Build the trace, set up the hierarchy and replay, each timed apart."""
     with Timer() as build:
-        trace = addrs.tolist()
+        trace = make_trace()
     with Timer() as setup:
-        cs, caches = pcs_hierarchy()
+        cs, caches = pcs_hierarchy([L1, L2, L3])
     with Timer() as sim:
-        cs.load(trace, length=8)
+        replay(cs, trace)
     del trace
     return {"build_s": build.s, "setup_s": setup.s, "sim_s": sim.s, "levels": pcs_stats(caches)}
+
+
+def pcs_loads(addrs):
+    return _pcs_timed(addrs.tolist, lambda cs, t: cs.load(t, length=8))
 
 
 def pcs_copy(src, dst):
@@ -245,14 +236,9 @@ def pcs_copy(src, dst):
       backend load(a) / store(b) per access              2.6 (also unfaithful, see top)
       CacheSimulator.load(a) / .store(b) per access      0.3
     Separate load and store chunks would reorder the accesses, so they are not an option."""
-    with Timer() as build:
-        trace = list(zip(((a,) for a in src.tolist()), ((b,) for b in dst.tolist())))
-    with Timer() as setup:
-        cs, caches = pcs_hierarchy()
-    with Timer() as sim:
-        cs.loadstore(trace, length=8)
-    del trace
-    return {"build_s": build.s, "setup_s": setup.s, "sim_s": sim.s, "levels": pcs_stats(caches)}
+    return _pcs_timed(
+        lambda: list(zip(((a,) for a in src.tolist()), ((b,) for b in dst.tolist()))),
+        lambda cs, t: cs.loadstore(t, length=8))
 
 
 # ------------------------------------------------------------------ driver

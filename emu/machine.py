@@ -11,8 +11,8 @@ import numpy as np
 
 from emu import core as _core
 from emu import state as st
-from isa.ops import COL_IMM, COL_OP, Op
-from isa.program import Program
+from isa.ops import COL_OP, Op
+from isa.program import Program, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
@@ -104,18 +104,7 @@ class Machine:
         return int(self.S[st.S_NOW])
 
     def _global_ops(self, program):
-        ops = program.ops
-        site_rows = ops[:, COL_OP] == Op.SITE
-        if not site_rows.any():
-            return ops
-        ops = ops.copy()
-        for i in np.nonzero(site_rows)[0]:
-            name = program.site_names[ops[i, COL_IMM]]
-            sid = self._site_ids.get(name)
-            if sid is None:
-                sid = self._site_ids[name] = len(self.site_names)
-                self.site_names.append(name)
-            ops[i, COL_IMM] = sid
+        ops = remap_sites(program.ops, program.site_names, self._site_ids, self.site_names)
         rows = self.layout.shapes["site_ctr"][0]
         if len(self.site_names) > rows:
             self.S = self.layout.resized(self.S, "site_ctr",

@@ -21,6 +21,24 @@ def _as_bytes(data):
     return bytes(data)
 
 
+def remap_sites(ops, names, ids, id_names):
+    """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
+    `ids` (name -> id), adding unknown names to it and to the list `id_names`. Returns a
+    copy of ops if any row changed, else ops itself."""
+    rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0]
+    if not len(rows):
+        return ops
+    ops = ops.copy()
+    for i in rows:
+        name = names[ops[i, COL_IMM]]
+        sid = ids.get(name)
+        if sid is None:
+            sid = ids[name] = len(id_names)
+            id_names.append(name)
+        ops[i, COL_IMM] = sid
+    return ops
+
+
 class Program:
     """A sequence of ops plus the bytes that stores carry."""
 
@@ -214,15 +232,8 @@ class Program:
         has_data = rows[:, COL_DATA] >= 0
         rows[has_data, COL_DATA] += len(self._blob)
         self._blob += other._blob
-        sites = rows[:, COL_OP] == Op.SITE
-        for i in np.nonzero(sites)[0]:
-            name = other.site_names[rows[i, COL_IMM]]
-            sid = self._site_ids.get(name)
-            if sid is None:
-                sid = self._site_ids[name] = len(self.site_names)
-                self.site_names.append(name)
-            rows[i, COL_IMM] = sid
-        self._ops[self._n:self._n + k] = rows
+        self._ops[self._n:self._n + k] = remap_sites(rows, other.site_names, self._site_ids,
+                                                     self.site_names)
         self._n += k
         return self
 

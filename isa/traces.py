@@ -101,38 +101,32 @@ def _line_text(arr, starts, ends, i):
     return bytes(arr[starts[i]:ends[i]]).decode("utf-8", "replace")
 
 
-def _parse_hex(arr, first, stop, max_digits=16):
-    """Hex number in arr[first:stop) per row. Returns (uint64 values, ok mask)."""
+def _parse_digits(arr, first, stop, table, base, max_digits, dtype):
+    """Number in arr[first:stop) per row, digits mapped by `table` (255 = not a digit).
+    Returns (values, ok mask)."""
     n = stop - first
     ok = (n >= 1) & (n <= max_digits)
-    acc = np.zeros(len(first), dtype=np.uint64)
+    acc = np.zeros(len(first), dtype=dtype)
     width = min(max_digits, int(n.max())) if len(n) else 0
     # Right-aligned: column j holds the digit at stop - width + j; earlier columns are padding.
     for j in range(width):
         pos = stop - (width - j)
         valid = pos >= first
-        d = _HEX[arr[np.where(valid, pos, 0)]]
+        d = table[arr[np.where(valid, pos, 0)]]
         ok &= ~valid | (d != 255)
         d = np.where(valid, d, 0)
-        if j == 0 and width == 16:
-            ok &= d < 8  # 16 digits with the top bit set do not fit an int64 address
-        acc = (acc << np.uint64(4)) | d.astype(np.uint64)
+        if j == 0 and base == 16 and width == 16:
+            ok &= d < 8  # 16 hex digits with the top bit set do not fit an int64 address
+        acc = acc * dtype(base) + d.astype(dtype)
     return acc, ok
+
+
+def _parse_hex(arr, first, stop, max_digits=16):
+    return _parse_digits(arr, first, stop, _HEX, 16, max_digits, np.uint64)
 
 
 def _parse_dec(arr, first, stop, max_digits=9):
-    """Decimal number in arr[first:stop) per row. Returns (int64 values, ok mask)."""
-    n = stop - first
-    ok = (n >= 1) & (n <= max_digits)
-    acc = np.zeros(len(first), dtype=np.int64)
-    width = min(max_digits, int(n.max())) if len(n) else 0
-    for j in range(width):
-        pos = stop - (width - j)
-        valid = pos >= first
-        d = _DEC[arr[np.where(valid, pos, 0)]]
-        ok &= ~valid | (d != 255)
-        acc = acc * 10 + np.where(valid, d, 0)
-    return acc, ok
+    return _parse_digits(arr, first, stop, _DEC, 10, max_digits, np.int64)
 
 
 def _build(kind, addr, size):

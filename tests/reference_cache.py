@@ -206,3 +206,22 @@ class RefHierarchy:
         if isinstance(level, int):
             return self.levels[level]
         return next(lv for lv in self.levels if lv.name == level)
+
+
+def pcs_hierarchy(levels):
+    """pycachesim L1 -> L2 -> L3 -> memory, LRU, write-back + write-allocate (load_from =
+    store_to = the next level); `levels` = [(size_bytes, ways), ...] from L1 down.
+    Returns (CacheSimulator, [caches from L1 down])."""
+    from cachesim import Cache, CacheSimulator, MainMemory
+    mem = MainMemory()
+    caches = []
+    below = None
+    for name, (size, ways) in reversed(list(zip(("L1", "L2", "L3"), levels))):
+        c = Cache(name, size // (64 * ways), ways, 64, "LRU", store_to=below, load_from=below,
+                  write_back=True, write_allocate=True)
+        if below is None:
+            mem.load_to(c)
+            mem.store_from(c)
+        caches.insert(0, c)
+        below = c
+    return CacheSimulator(caches[0], mem), caches

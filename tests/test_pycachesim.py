@@ -80,11 +80,11 @@ its scalar `load(addr)`/`store(addr)` parse the address with the "I" format into
 """
 import numpy as np
 import pytest
-from cachesim import Cache, CacheSimulator, MainMemory
 
 from emu.machine import Machine
 from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, N_COLS, Op
 from isa.program import Program
+from reference_cache import pcs_hierarchy
 
 MIB = 1 << 20
 FOOT = 4 * MIB
@@ -105,22 +105,6 @@ def emu_overrides(l1=L1, l2=L2, l3=L3):
     return o
 
 
-def pcs_hierarchy(l1=L1, l2=L2, l3=L3):
-    """pycachesim L1 -> L2 -> L3 -> memory (load_from = store_to = the next level)."""
-    mem = MainMemory()
-    caches = []
-    below = None
-    for name, (size, ways) in reversed(list(zip(("L1", "L2", "L3"), (l1, l2, l3)))):
-        c = Cache(name, size // (64 * ways), ways, 64, "LRU", store_to=below, load_from=below,
-                  write_back=True, write_allocate=True)
-        if below is None:
-            mem.load_to(c)
-            mem.store_from(c)
-        caches.insert(0, c)
-        below = c
-    return CacheSimulator(caches[0], mem), caches
-
-
 def emu_program(kinds, addrs):
     """kinds: bool array (True = store); addrs: int array. 8-byte accesses."""
     ops = np.zeros((len(addrs), N_COLS), dtype=np.int64)
@@ -137,8 +121,8 @@ def run_emu(kinds, addrs, **geo):
     return m
 
 
-def run_pcs(kinds, addrs, **geo):
-    cs, caches = pcs_hierarchy(**geo)
+def run_pcs(kinds, addrs, l1=L1, l2=L2, l3=L3):
+    cs, caches = pcs_hierarchy([l1, l2, l3])
     addrs = [int(a) for a in addrs]
     if not kinds.any():
         cs.load(addrs, length=8)

@@ -1,21 +1,9 @@
-"""First in, first out: one fill stamp per way; hits do not change it."""
+"""First in, first out: one fill stamp per way; hits do not change it. The victim is the
+way with the oldest stamp, chosen exactly as LRU chooses (only the stamping differs)."""
 from memmodel.jit import inlined
+from memmodel.policies.lru import on_fill, victim  # noqa: F401  (same signature, reused)
 
 
 @inlined
 def on_hit(S, r0, ways, way, stamp):
     pass
-
-
-@inlined
-def on_fill(S, r0, ways, way, stamp):
-    S[r0 + way] = stamp
-
-
-@inlined
-def victim(S, r0, ways, rng_i):
-    best = 0
-    for w in range(1, ways):
-        if S[r0 + w] < S[r0 + best]:
-            best = w
-    return best
