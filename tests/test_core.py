@@ -263,3 +263,50 @@ def test_prefetched_line_counts_as_useful_when_demanded():
     m = Machine("skylake-ddr4", {"cache.l2.prefetcher": "none"})
     m.run(Program().load(0x0).load(0x40))
     assert m.stats()["levels"]["l1d"]["prefetch_useful"] == 1
+
+
+# ------------------------------------------------------------------ media behaviour
+def _dimm0_xplines(base, n, dimms=6, interleave=4096, xpline=256):
+    """Addresses of n distinct XPLines that all live on the first DIMM of the interleave set."""
+    per_page = interleave // xpline
+    return [base + (k // per_page) * dimms * interleave + (k % per_page) * xpline for k in range(n)]
+
+
+def test_optane_partial_xplines_cost_read_modify_writes():
+    m = machine("cascadelake-optane")
+    media = m.profile.values["media"]["optane"]
+    entries = media["xpbuffer_entries"]
+    p = Program()
+    for a in _dimm0_xplines(m.regions["pmem0"]["base"], 2 * entries):
+        p.movnt(a, size=64, value=1)  # one 64 B line of each 256 B XPLine
+    m.run(p.sfence())
+    c = m.stats()["media"]["optane"]
+    # the buffer holds `entries` XPLines; each further one evicts a partially written one
+    assert c["read_modify_writes"] == entries and c["media_line_writes"] == entries
+
+
+def test_optane_whole_xplines_are_written_without_reading():
+    m = machine("cascadelake-optane")
+    entries = m.profile.values["media"]["optane"]["xpbuffer_entries"]
+    p = Program()
+    for a in _dimm0_xplines(m.regions["pmem0"]["base"], 2 * entries):
+        for k in range(4):
+            p.movnt(a + 64 * k, size=64, value=1)
+    m.run(p.sfence())
+    c = m.stats()["media"]["optane"]
+    assert c["read_modify_writes"] == 0 and c["media_line_writes"] == entries
+
+
+def test_write_bandwidth_bounds_a_stream_of_posted_writes():
+    # one channel: every NT line is drained by the same channel at its write bandwidth, and
+    # the write-pending queue makes the core wait once it is full
+    m = machine(extra={"media.dram.channels": 1, "media.dram.wpq_entries": 4})
+    d = m.profile.values["media"]["dram"]
+    lines = 2000
+    p = Program()
+    for i in range(lines):
+        p.movnt(0x100000 + 64 * i, size=64, value=i)
+    r = m.run(p.sfence())
+    per_line = 64 / d["write_bw_gbps"] * m.freq_ghz  # cycles per line at the write bandwidth
+    assert r.cycles >= (lines - d["wpq_entries"]) * per_line
+    assert m.stats()["media"]["dram"]["wpq_full_stall_cycles"] > 0
