@@ -670,6 +670,21 @@ def _store_data(S, pt, frames, ops, data, i, addr, size):
         mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
 
 
+PF_AHEAD = 16   # ops of lookahead for host prefetch hints
+
+
+@inlined
+def _host_prefetch_op(S, ops, j):
+    """Host-cache hint for op j (a few ops ahead): if it is a load or store of a new line,
+    start loading its sets' state below L1 (L1's is small and stays in the host cache)."""
+    op = ops[j, COL_OP]
+    if op == LOAD or op == STORE:
+        line = ops[j, COL_ADDR] >> 6
+        if line != ops[j - 1, COL_ADDR] >> 6 and line != ops[j - 2, COL_ADDR] >> 6:
+            for lvl in range(1, S[T_LEVELS]):
+                cm.prefetch_set(S, lvl, line)
+
+
 @compiled
 def run(S, pt, frames, ops, data, start, out):
     """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
@@ -679,6 +694,8 @@ def run(S, pt, frames, ops, data, start, out):
     n = ops.shape[0]
     for i in range(start, n):
         out[1] = i
+        if i + PF_AHEAD < n:
+            _host_prefetch_op(S, ops, i + PF_AHEAD)
         op = ops[i, COL_OP]
         d0, d1, s0, s1 = _op_ranges(ops, i)
         if not _fast_ok(S, op, d0, d1, s0, s1) and \
