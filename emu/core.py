@@ -249,10 +249,11 @@ def _evicted(S, lvl, vline, vdirty, t):
         b, vline, vdirty = cm.fill(S, lvl, vline, t, cm.F_DIRTY)
 
 
-@compiled
+@inlined
 def _install(S, lvl, line, ready, flg):
     b, vline, vdirty = cm.fill(S, lvl, line, ready, flg)
-    _evicted(S, lvl, vline, vdirty, ready)
+    if vline != cm.INVALID:
+        _evicted(S, lvl, vline, vdirty, ready)
     return b
 
 

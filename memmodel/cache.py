@@ -149,7 +149,7 @@ def touch(S, lvl, b, line):
         rnd.on_hit(S, r0, ways, b - i0, stamp)
 
 
-@compiled
+@inlined
 def _victim_way(S, lvl, i0):
     o = S[H_LV] + lvl * N_LV
     ways = S[o + LV_WAYS]
