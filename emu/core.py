@@ -118,8 +118,12 @@ FULL_MASK = -1                          # all 64 bytes of a WC buffer written
 def _issue(S, uops):
     """Spend issue bandwidth: `uops` at uops_per_cycle."""
     f = S[S_UOP_FRAC] + uops
-    S[S_NOW] += f // S[T_UPC]
-    S[S_UOP_FRAC] = f % S[T_UPC]
+    upc = S[T_UPC]
+    if f < upc:  # the common case, without an integer division
+        S[S_UOP_FRAC] = f
+    else:
+        S[S_NOW] += f // upc
+        S[S_UOP_FRAC] = f % upc
     S[S_UOP_SEQ] += uops
 
 
@@ -145,7 +149,7 @@ def _rob_gate(S):
             if S[S_UOP_SEQ] - S[seq + h] < rob and S[S_ROB_COUNT] < rob:
                 break
             S[S_NOW] = S[done + h]
-        S[S_ROB_HEAD] = (h + 1) % rob
+        S[S_ROB_HEAD] = h + 1 if h + 1 < rob else 0   # (h + 1) % rob, h < rob
         S[S_ROB_COUNT] -= 1
 
 
@@ -157,7 +161,9 @@ def _rob_push(S, done):
     rob = S[T_ROB]
     if S[S_ROB_COUNT] == rob:
         _rob_gate(S)
-    i = (S[S_ROB_HEAD] + S[S_ROB_COUNT]) % rob
+    i = S[S_ROB_HEAD] + S[S_ROB_COUNT]   # (head + count) % rob, both < rob
+    if i >= rob:
+        i -= rob
     S[S[H_ROB_SEQ] + i] = S[S_UOP_SEQ]
     S[S[H_ROB_DONE] + i] = done
     S[S_ROB_COUNT] += 1
