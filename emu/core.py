@@ -176,15 +176,17 @@ def _sb_push(S, drain):
     """A store (or flush) enters the store buffer, draining in order; full stalls issue."""
     n = S[T_SB]
     sb = S[H_SB]
+    # ring indices wrap by compare, not %: head < n and count <= n
     while S[S_SB_COUNT] > 0 and S[sb + S[S_SB_HEAD]] <= S[S_NOW]:
-        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     if S[S_SB_COUNT] == n:
         _stall_until(S, S[sb + S[S_SB_HEAD]])
-        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     drain = max(drain, S[S_SB_LAST])
-    S[sb + (S[S_SB_HEAD] + S[S_SB_COUNT]) % n] = drain
+    tail = S[S_SB_HEAD] + S[S_SB_COUNT]
+    S[sb + (tail - n if tail >= n else tail)] = drain
     S[S_SB_COUNT] += 1
     S[S_SB_LAST] = drain
     if drain > S[S_END]:
