@@ -118,8 +118,12 @@ FULL_MASK = -1                          # all 64 bytes of a WC buffer written
 def _issue(S, uops):
     """Spend issue bandwidth: `uops` at uops_per_cycle."""
     f = S[S_UOP_FRAC] + uops
-    S[S_NOW] += f // S[T_UPC]
-    S[S_UOP_FRAC] = f % S[T_UPC]
+    upc = S[T_UPC]
+    if f < upc:  # the common case, without an integer division
+        S[S_UOP_FRAC] = f
+    else:
+        S[S_NOW] += f // upc
+        S[S_UOP_FRAC] = f % upc
     S[S_UOP_SEQ] += uops
 
 
@@ -145,7 +149,7 @@ def _rob_gate(S):
             if S[S_UOP_SEQ] - S[seq + h] < rob and S[S_ROB_COUNT] < rob:
                 break
             S[S_NOW] = S[done + h]
-        S[S_ROB_HEAD] = (h + 1) % rob
+        S[S_ROB_HEAD] = h + 1 if h + 1 < rob else 0   # (h + 1) % rob, h < rob
         S[S_ROB_COUNT] -= 1
 
 
@@ -157,7 +161,9 @@ def _rob_push(S, done):
     rob = S[T_ROB]
     if S[S_ROB_COUNT] == rob:
         _rob_gate(S)
-    i = (S[S_ROB_HEAD] + S[S_ROB_COUNT]) % rob
+    i = S[S_ROB_HEAD] + S[S_ROB_COUNT]   # (head + count) % rob, both < rob
+    if i >= rob:
+        i -= rob
     S[S[H_ROB_SEQ] + i] = S[S_UOP_SEQ]
     S[S[H_ROB_DONE] + i] = done
     S[S_ROB_COUNT] += 1
@@ -170,15 +176,17 @@ def _sb_push(S, drain):
     """A store (or flush) enters the store buffer, draining in order; full stalls issue."""
     n = S[T_SB]
     sb = S[H_SB]
+    # ring indices wrap by compare, not %: head < n and count <= n
     while S[S_SB_COUNT] > 0 and S[sb + S[S_SB_HEAD]] <= S[S_NOW]:
-        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     if S[S_SB_COUNT] == n:
         _stall_until(S, S[sb + S[S_SB_HEAD]])
-        S[S_SB_HEAD] = (S[S_SB_HEAD] + 1) % n
+        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     drain = max(drain, S[S_SB_LAST])
-    S[sb + (S[S_SB_HEAD] + S[S_SB_COUNT]) % n] = drain
+    tail = S[S_SB_HEAD] + S[S_SB_COUNT]
+    S[sb + (tail - n if tail >= n else tail)] = drain
     S[S_SB_COUNT] += 1
     S[S_SB_LAST] = drain
     if drain > S[S_END]:
@@ -249,10 +257,11 @@ def _evicted(S, lvl, vline, vdirty, t):
         b, vline, vdirty = cm.fill(S, lvl, vline, t, cm.F_DIRTY)
 
 
-@compiled
+@inlined
 def _install(S, lvl, line, ready, flg):
     b, vline, vdirty = cm.fill(S, lvl, line, ready, flg)
-    _evicted(S, lvl, vline, vdirty, ready)
+    if vline != cm.INVALID:
+        _evicted(S, lvl, vline, vdirty, ready)
     return b
 
 
@@ -670,6 +679,21 @@ def _store_data(S, pt, frames, ops, data, i, addr, size):
         mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
 
 
+PF_AHEAD = 16   # ops of lookahead for host prefetch hints
+
+
+@inlined
+def _host_prefetch_op(S, ops, j):
+    """Host-cache hint for op j (a few ops ahead): if it is a load or store of a new line,
+    start loading its sets' state below L1 (L1's is small and stays in the host cache)."""
+    op = ops[j, COL_OP]
+    if op == LOAD or op == STORE:
+        line = ops[j, COL_ADDR] >> 6
+        if line != ops[j - 1, COL_ADDR] >> 6 and line != ops[j - 2, COL_ADDR] >> 6:
+            for lvl in range(1, S[T_LEVELS]):
+                cm.prefetch_set(S, lvl, line)
+
+
 @compiled
 def run(S, pt, frames, ops, data, start, out):
     """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
@@ -679,6 +703,8 @@ def run(S, pt, frames, ops, data, start, out):
     n = ops.shape[0]
     for i in range(start, n):
         out[1] = i
+        if i + PF_AHEAD < n:
+            _host_prefetch_op(S, ops, i + PF_AHEAD)
         op = ops[i, COL_OP]
         d0, d1, s0, s1 = _op_ranges(ops, i)
         if not _fast_ok(S, op, d0, d1, s0, s1) and \

@@ -4,6 +4,7 @@ Single-op methods are sugar; `loads`, `stores` and `extend` take whole arrays.
 Operands are validated here so that the compiled core never sees a malformed op.
 """
 import numpy as np
+from numba import njit
 
 from isa.ops import (COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC,
                      FLAG_DEPENDENT, MOVNT_SIZES, N_COLS, N_OPS, Op)
@@ -257,32 +258,74 @@ class Program:
         ops = self.ops
         if not len(ops):
             return
-        op = ops[:, COL_OP]
-        bad = (op < 0) | (op >= N_OPS)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ProgramError(f"op {i}: unknown opcode {op[i]}")
-        size = ops[:, COL_SIZE]
-        addr = ops[:, COL_ADDR]
-        data = ops[:, COL_DATA]
-        src = ops[:, COL_SRC]
-        imm = ops[:, COL_IMM]
-        memop = (op == Op.LOAD) | (op == Op.STORE) | (op == Op.MOVNT)
-        copy = (op == Op.REP_MOVSB) | (op == Op.NT_COPY) | (op == Op.CAREFUL_COPY)
-        checks = [
-            (memop & ((size < 1) | (size > 64)), "size not in 1..64"),
-            ((op == Op.MOVNT) & ~np.isin(size, MOVNT_SIZES), f"movnt size not in {MOVNT_SIZES}"),
-            ((op == Op.MOVNT) & (np.mod(addr, np.maximum(size, 1)) != 0), "movnt not aligned to its size"),
-            ((op != Op.WORK) & (op != Op.SITE) & (addr < 0), "negative address"),
-            (copy & (src < 0), "negative source address"),
-            ((copy | (op == Op.FLUSH_RANGE)) & (size < 0), "negative length"),
-            ((op == Op.FLUSH_RANGE) & ~np.isin(imm, [int(k) for k in _FLUSH_KINDS]), "bad flush kind"),
-            ((op == Op.WORK) & (imm < 0), "negative work cycles"),
-            ((op == Op.SITE) & ((imm < 0) | (imm >= max(len(self.site_names), 0))), "site id without a name"),
-            (((op == Op.STORE) | (op == Op.MOVNT)) & (data >= 0) & (data + size > len(self._blob)),
-             "data beyond the data blob"),
-        ]
-        for mask, why in checks:
-            if mask.any():
-                i = int(np.argmax(mask))
-                raise ProgramError(f"op {i} ({Op(op[i]).name} addr={addr[i]:#x}): {why}")
+        first = np.full(len(_CHECKS), -1, dtype=np.int64)
+        _first_bad(ops, len(self.site_names), len(self._blob), first)
+        for k, why in enumerate(_CHECKS):
+            i = int(first[k])
+            if i < 0:
+                continue
+            op = ops[i, COL_OP]
+            if k == 0:
+                raise ProgramError(f"op {i}: unknown opcode {op}")
+            raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): {why}")
+
+
+# What validate() checks, in the order it reports them; _first_bad finds, per check, the
+# first op that fails it (one compiled pass instead of a dozen numpy passes over columns).
+_CHECKS = (
+    "unknown opcode",
+    "size not in 1..64",
+    f"movnt size not in {MOVNT_SIZES}",
+    "movnt not aligned to its size",
+    "negative address",
+    "negative source address",
+    "negative length",
+    "bad flush kind",
+    "negative work cycles",
+    "site id without a name",
+    "data beyond the data blob",
+)
+_LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
+_REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
+_FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
+_CLFLUSH, _CLFLUSHOPT, _CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
+
+
+@njit(cache=True, nogil=True)
+def _first_bad(ops, n_sites, blob_len, first):
+    """first[k] = index of the first op failing check k of _CHECKS (left -1 if none)."""
+    for i in range(ops.shape[0]):
+        op = ops[i, COL_OP]
+        if op < 0 or op >= N_OPS:
+            if first[0] < 0:
+                first[0] = i
+            continue
+        size = ops[i, COL_SIZE]
+        addr = ops[i, COL_ADDR]
+        if op == _LOAD or op == _STORE or op == _MOVNT:
+            if (size < 1 or size > 64) and first[1] < 0:
+                first[1] = i
+            if op == _MOVNT:
+                if size != 4 and size != 8 and size != 16 and size != 32 and size != 64 \
+                        and first[2] < 0:
+                    first[2] = i
+                if addr % max(size, 1) != 0 and first[3] < 0:
+                    first[3] = i
+            if op != _LOAD and ops[i, COL_DATA] >= 0 and \
+                    ops[i, COL_DATA] + size > blob_len and first[10] < 0:
+                first[10] = i
+        if op != _WORK and op != _SITE and addr < 0 and first[4] < 0:
+            first[4] = i
+        copy = op == _REP or op == _NT or op == _CAREFUL
+        if copy and ops[i, COL_SRC] < 0 and first[5] < 0:
+            first[5] = i
+        if (copy or op == _FLUSH_RANGE) and size < 0 and first[6] < 0:
+            first[6] = i
+        imm = ops[i, COL_IMM]
+        if op == _FLUSH_RANGE and imm != _CLFLUSH and imm != _CLFLUSHOPT and imm != _CLWB \
+                and first[7] < 0:
+            first[7] = i
+        if op == _WORK and imm < 0 and first[8] < 0:
+            first[8] = i
+        if op == _SITE and (imm < 0 or imm >= n_sites) and first[9] < 0:
+            first[9] = i

@@ -6,7 +6,7 @@ touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, host_prefetch, inlined
 from memmodel.layout import H_CCNT, H_FLAGS, H_LV, H_READY, H_REPL, H_TAGS
 from memmodel.policies import POLICY_IDS, fifo, lru, plru
 from memmodel.policies import random as rnd
@@ -97,6 +97,21 @@ def lookup(S, lvl, line):
 
 
 @inlined
+def prefetch_set(S, lvl, line):
+    """Host-cache hint only: start loading the state of `line`'s set at `lvl` (tags, repl,
+    flags, ready of every way) so that a later lookup/fill does not wait for it."""
+    i0 = set_start(S, lvl, line)
+    ways = S[S[H_LV] + lvl * N_LV + LV_WAYS]
+    t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
+    for w in range(0, ways + 7, 8):
+        k = min(w, ways - 1)
+        host_prefetch(S, t + k)
+        host_prefetch(S, r + k)
+        host_prefetch(S, f + k)
+        host_prefetch(S, d + k)
+
+
+@inlined
 def tag(S, b):
     return S[S[H_TAGS] + b]
 
@@ -134,7 +149,7 @@ def touch(S, lvl, b, line):
         rnd.on_hit(S, r0, ways, b - i0, stamp)
 
 
-@compiled
+@inlined
 def _victim_way(S, lvl, i0):
     o = S[H_LV] + lvl * N_LV
     ways = S[o + LV_WAYS]

@@ -11,3 +11,31 @@ compiled = njit(cache=True, _nrt=False)
 # Tiny hot helpers are inlined into their callers at numba IR level: a call that is not
 # inlined costs more than their bodies.
 inlined = njit(cache=True, _nrt=False, inline="always")
+
+
+# ------------------------------------------------------------------ host prefetch hint
+from llvmlite import ir as _ir  # noqa: E402
+from numba import types as _types  # noqa: E402
+from numba.core import cgutils as _cgutils  # noqa: E402
+from numba.extending import intrinsic as _intrinsic  # noqa: E402
+
+
+@_intrinsic
+def host_prefetch(typingctx, arr, idx):
+    """Ask the *host* CPU to bring arr[idx] into its cache (llvm.prefetch, read, high
+    locality). Only a hint: it never faults, changes no value and no emulated state; it
+    lets the misses of a big state buffer overlap instead of forming a dependent chain."""
+    sig = _types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i8p = _ir.IntType(8).as_pointer()
+        i32 = _ir.IntType(32)
+        fn = _cgutils.get_or_insert_function(
+            builder.module, _ir.FunctionType(_ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), i8p)
+        builder.call(fn, [ptr, _ir.Constant(i32, 0), _ir.Constant(i32, 3), _ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -10,7 +10,7 @@ served from it take the buffered latency, evicting a partially written XPLine co
 read-modify-write of the whole XPLine. A remote (other NUMA node) request also crosses the
 interconnect, a shared link with its own bandwidth and latency.
 """
-from memmodel.jit import compiled
+from memmodel.jit import compiled, inlined
 from memmodel.layout import H_CHAN, H_MCNT, H_MGLOB, H_MP
 
 FP = 1024
@@ -107,29 +107,29 @@ def init_sections(layout, S, media, freq_ghz, numa):
     chan[:, CH_WPQ0 + max_q:CH_WPQ0 + max_q + max_x] = -1  # XPBuffer tags: empty
 
 
-@compiled
+@inlined
 def _cdiv_fp(t_fp):
     return (t_fp + FP - 1) // FP
 
 
-@compiled
+@inlined
 def _mcount(S, m, counter, n):
     S[S[H_MCNT] + m * N_MCOUNTERS + counter] += n
 
 
-@compiled
+@inlined
 def param(S, m, field):
     return S[S[H_MP] + m * N_MPARAMS + field]
 
 
-@compiled
+@inlined
 def _channel_row(S, p, addr):
     """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
     ch = S[p + M_CHAN0] + (addr // S[p + M_INTERLEAVE]) % S[p + M_CHANNELS]
     return S[H_CHAN] + ch * S[S[H_MGLOB] + G_CHAN_STRIDE]
 
 
-@compiled
+@inlined
 def _cross_link(S, t):
     """A remote request crosses the interconnect: returns the cycle it leaves the link."""
     g = S[H_MGLOB]

@@ -197,9 +197,16 @@ def write_bytes(S, pt, frames, dst, data, off, n):
 @compiled
 def write_imm(S, pt, frames, dst, imm, n):
     """Store the n (<= 64) little-endian bytes of imm (zero beyond 8 bytes) at dst."""
-    for i in range(n):
-        d = dst + i
-        frames[frame_of(S, pt, d), d & (PAGE_BYTES - 1)] = (imm >> (8 * i)) & 0xFF if i < 8 else 0
+    done = 0
+    while done < n:  # one page-table walk per page touched, not per byte
+        d = dst + done
+        fd = frame_of(S, pt, d)
+        od = d & (PAGE_BYTES - 1)
+        k = min(n - done, PAGE_BYTES - od)
+        for j in range(k):
+            i = done + j
+            frames[fd, od + j] = (imm >> (8 * i)) & 0xFF if i < 8 else 0
+        done += k
 
 
 def read_bytes(S, pt, frames, addr, n):
