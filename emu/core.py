@@ -10,6 +10,14 @@ channels and write-pending queues until they do.
 from emu.state import (
     N_RCOUNT,
     N_SCOUNT,
+    PE_LINE,
+    PE_MASK,
+    PK_FENCED,
+    PK_NOW,
+    PQ_ENTRIES,
+    PQ_KIND,
+    PQ_LINE,
+    PQ_MASK,
     RC_READS,
     RC_WRITES,
     S_AC,
@@ -22,6 +30,9 @@ from emu.state import (
     S_NOW,
     S_OPS,
     S_PAGE_OK,
+    S_PEND_COUNT,
+    S_PEND_HEAD,
+    S_PQ_COUNT,
     S_REG_HI,
     S_REG_LO,
     S_REP_FRAC,
@@ -93,6 +104,8 @@ from memmodel import memory as mm
 from memmodel.jit import compiled, inlined
 from memmodel.layout import (
     H_LFB,
+    H_PEND,
+    H_PQ,
     H_REGION_CTR,
     H_ROB_DONE,
     H_ROB_SEQ,
@@ -195,10 +208,17 @@ def _sb_push(S, drain):
 
 # ---------------------------------------------------------------- memory side
 @compiled
-def _mem_write(S, line, nbytes, t):
-    """Posted write of (part of) one line; returns the WPQ accept cycle."""
+def _mem_write(S, line, mask, t, pkind):
+    """Posted write of the bytes of `line` selected by `mask`; returns the WPQ accept cycle.
+    With functional memory, a write to a persistent region is queued for the persistence
+    domain: durable at once (PK_NOW) or at the next fence (PK_FENCED)."""
     addr = line << 6
     r = mm.find_region(S, addr)
+    nbytes = 64
+    if mask != FULL_MASK:
+        nbytes = 0
+        for bit in range(64):
+            nbytes += (mask >> bit) & 1
     S[S_MEM_STAMP] += 1
     acc = md.write(S, mm.reg(S, r, mm.RG_MEDIA), addr, nbytes, t,
                    mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
@@ -206,7 +226,82 @@ def _mem_write(S, line, nbytes, t):
     _site_count(S, SC_MEDIA_WRITES, 1)
     if acc > S[S_END]:
         S[S_END] = acc
+    if S[T_FUNCTIONAL] and mm.reg(S, r, mm.RG_PERSIST) != mm.P_NONE:
+        _pq_push(S, line, mask, pkind)
     return acc
+
+
+@compiled
+def _pq_push(S, line, mask, pkind):
+    """Queue a write for the persistence domain; the run loop empties the queue after
+    every op (or line of a bulk op). A count above PQ_ENTRIES reports an internal error."""
+    n = S[S_PQ_COUNT]
+    if n < PQ_ENTRIES:
+        o = S[H_PQ] + 3 * n
+        S[o + PQ_LINE] = line
+        S[o + PQ_MASK] = mask
+        S[o + PQ_KIND] = pkind
+    S[S_PQ_COUNT] = n + 1
+
+
+@compiled
+def _snapshot_at(j):
+    """(frame, offset) of pending snapshot j in the reserved frames."""
+    return (j * 64) // mm.PAGE_BYTES, (j * 64) % mm.PAGE_BYTES
+
+
+@compiled
+def _apply_oldest_pending(S, pt, frames):
+    h = S[S_PEND_HEAD]
+    o = S[H_PEND] + 2 * h
+    f, off = _snapshot_at(h)
+    mm.persist_bytes(S, pt, frames, S[o + PE_LINE], S[o + PE_MASK], f, off)
+    S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
+    S[S_PEND_COUNT] -= 1
+
+
+@compiled
+def _persist_queue(S, pt, frames):
+    """Move this op's queued writes on: durable now, or snapshot until the next fence (a
+    full snapshot ring makes its oldest write durable: it has long been accepted)."""
+    n = min(S[S_PQ_COUNT], PQ_ENTRIES)
+    for k in range(n):
+        o = S[H_PQ] + 3 * k
+        line, mask = S[o + PQ_LINE], S[o + PQ_MASK]
+        addr = line << 6
+        src_f = mm.frame_of(S, pt, addr)
+        src_off = addr & (mm.PAGE_BYTES - 1)
+        if S[o + PQ_KIND] == PK_NOW:
+            mm.persist_bytes(S, pt, frames, line, mask, src_f, src_off)
+            continue
+        if S[S_PEND_COUNT] == mm.SNAPSHOTS:
+            _apply_oldest_pending(S, pt, frames)
+        j = S[S_PEND_HEAD] + S[S_PEND_COUNT]
+        if j >= mm.SNAPSHOTS:
+            j -= mm.SNAPSHOTS
+        f, off = _snapshot_at(j)
+        for b in range(64):
+            frames[f, off + b] = frames[src_f, src_off + b]
+        S[S[H_PEND] + 2 * j + PE_LINE] = line
+        S[S[H_PEND] + 2 * j + PE_MASK] = mask
+        S[S_PEND_COUNT] += 1
+    if S[S_PQ_COUNT] <= PQ_ENTRIES:
+        S[S_PQ_COUNT] = 0
+
+
+@compiled
+def _apply_pending(S, pt, frames):
+    """A fence: every write queued for it becomes durable."""
+    while S[S_PEND_COUNT] > 0:
+        _apply_oldest_pending(S, pt, frames)
+
+
+@compiled
+def _eadr_store(S, dst, n):
+    """Under eADR the caches are in the persistence domain: a cached store is durable."""
+    if mm.persistence(S, dst) == mm.P_EADR:
+        for line in range(dst >> 6, ((dst + n - 1) >> 6) + 1):
+            _pq_push(S, line, FULL_MASK, PK_NOW)
 
 
 @compiled
@@ -245,7 +340,7 @@ def _evicted(S, lvl, vline, vdirty, t):
             return
         lvl += 1
         if lvl >= nlev:
-            _mem_write(S, vline, 64, t)
+            _mem_write(S, vline, FULL_MASK, t, PK_NOW)
             return
         b = cm.lookup(S, lvl, vline)
         if b >= 0:
@@ -447,13 +542,7 @@ def _evict_everywhere(S, line, keep):
 def _wc_drain(S, i, t):
     """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
     o = S[H_WC] + 4 * i
-    mask = S[o + WC_MASK]
-    nbytes = 64
-    if mask != FULL_MASK:
-        nbytes = 0
-        for bit in range(64):
-            nbytes += (mask >> bit) & 1
-    acc = _mem_write(S, S[o + WC_LINE], nbytes, t)
+    acc = _mem_write(S, S[o + WC_LINE], S[o + WC_MASK], t, PK_FENCED)
     S[o + WC_BUSY] = acc
     S[o + WC_LINE] = -1
     S[o + WC_MASK] = 0
@@ -467,7 +556,7 @@ def _movnt_bytes(S, addr, size):
     """Non-temporal store of `size` bytes within one line through a WC buffer."""
     line = addr >> 6
     if _evict_everywhere(S, line, False):
-        _mem_write(S, line, 64, S[S_NOW])
+        _mem_write(S, line, FULL_MASK, S[S_NOW], PK_NOW)
     n = S[T_WC]
     wc = S[H_WC]
     slot = -1
@@ -519,8 +608,8 @@ def _flush(S, line, kind):
     if kind == CLFLUSH:
         start = max(now, S[S_CLFLUSH_CHAIN])
         done = start + S[T_CLFLUSH]
-        if dirty:
-            done = max(done, _mem_write(S, line, 64, start))
+        if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
+            done = max(done, _mem_write(S, line, FULL_MASK, start, PK_NOW))
         S[S_CLFLUSH_CHAIN] = done
         _sb_push(S, done)
     else:
@@ -528,8 +617,8 @@ def _flush(S, line, kind):
         cost = S[T_CLWB] if kind == CLWB else S[T_CLFLUSHOPT]
         S[S_FLUSH_UNIT] = start + cost
         done = start + cost
-        if dirty:
-            done = max(done, _mem_write(S, line, 64, start))
+        if dirty:  # guaranteed durable only after the next fence
+            done = max(done, _mem_write(S, line, FULL_MASK, start, PK_FENCED))
         if done > S[S_WB_PENDING]:
             S[S_WB_PENDING] = done
         _sb_push(S, start + cost)
@@ -565,12 +654,15 @@ def _copy(S, pt, frames, op, dst, src, n):
     nrfo = op == REP_MOVSB and n >= S[T_REP_NRFO]
     if op == REP_MOVSB:
         S[S_NOW] += S[T_REP_START]
+    functional = S[T_FUNCTIONAL]
     prev_src = -1
     pos = 0
     while pos < n:
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         s = src + pos
+        if functional:  # piece by piece, so that a write-back sees the bytes copied so far
+            mm.copy_bytes(S, pt, frames, d, s, k)
         _rob_gate(S)
         t0 = S[S_NOW]
         ready = t0
@@ -599,9 +691,12 @@ def _copy(S, pt, frames, op, dst, src, n):
             _store_line(S, line)
             cm.count(S, 0, cm.C_STORE_HIT, words - 1)
             _issue(S, 2 * words)
+        if functional:
+            if op != NT_COPY:
+                _eadr_store(S, d, k)
+            if S[S_PQ_COUNT]:
+                _persist_queue(S, pt, frames)
         pos += k
-    if S[T_FUNCTIONAL]:
-        mm.copy_bytes(S, pt, frames, dst, src, n)
 
 
 # ---------------------------------------------------------------- precheck + loop
@@ -721,6 +816,7 @@ def run(S, pt, frames, ops, data, start, out):
             _store(S, addr, size)
             if functional:
                 _store_data(S, pt, frames, ops, data, i, addr, size)
+                _eadr_store(S, addr, size)
         elif op == MOVNT:
             _movnt_bytes(S, addr, size)
             _issue(S, S[T_MOVNT])
@@ -733,6 +829,8 @@ def run(S, pt, frames, ops, data, start, out):
                 for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                     _rob_gate(S)
                     _flush(S, line, ops[i, COL_IMM])
+                    if S[S_PQ_COUNT]:
+                        _persist_queue(S, pt, frames)
         elif op == SFENCE:
             _sfence(S)
         elif op == LFENCE:
@@ -750,6 +848,11 @@ def run(S, pt, frames, ops, data, start, out):
         elif op == SITE:
             _site_close(S, S[S_NOW])
             S[S_SITE] = ops[i, COL_IMM]
+        if functional:
+            if S[S_PQ_COUNT]:
+                _persist_queue(S, pt, frames)
+            if (op == SFENCE or op == MFENCE) and S[S_PEND_COUNT]:
+                _apply_pending(S, pt, frames)
     out[1] = n
 
 

@@ -44,6 +44,30 @@ class RunResult:
     ops: int
 
 
+class CrashImage:
+    """Bytes of the persistent regions after a simulated power failure (Machine.crash)."""
+
+    def __init__(self, pages, regions):
+        self.pages, self.regions = pages, regions
+
+    def read(self, addr, n):
+        """Bytes at [addr, addr+n) of a persistent region; never-written bytes are zero."""
+        if not any(r["base"] <= addr and addr + n <= r["base"] + r["size_bytes"]
+                   for r in self.regions.values()):
+            raise ValueError(f"{addr:#x}+{n} is not inside one persistent region "
+                             f"({', '.join(self.regions) or 'none in this profile'})")
+        out = bytearray(n)
+        pos = 0
+        while pos < n:
+            a = addr + pos
+            page, off = a & ~(mm.PAGE_BYTES - 1), a & (mm.PAGE_BYTES - 1)
+            k = min(n - pos, mm.PAGE_BYTES - off)
+            if page in self.pages:
+                out[pos:pos + k] = self.pages[page][off:off + k]
+            pos += k
+        return bytes(out)
+
+
 class Machine:
     """An emulated single core with its cache hierarchy, media and functional memory.
 
@@ -90,7 +114,9 @@ class Machine:
         cm.init_sections(self.layout, self.S, levels, seed)
         stream.init_sections(self.layout, self.S)
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
-        self.pt, self.frames = mm.init_sections(self.layout, self.S, regions, media_ids)
+        self.pt, self.frames = mm.init_sections(
+            self.layout, self.S, regions, media_ids,
+            {n: v["media"][n]["persistence"] for n in self.media_names})
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}
         self.functional = functional
@@ -137,6 +163,8 @@ class Machine:
                 raise UnmappedAccess("unmapped access", i, site, int(self._out[2]),
                                      f"{Op(int(ops[i, COL_OP])).name} touches no region")
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
+        if self.S[st.S_PQ_COUNT] > st.PQ_ENTRIES:
+            raise RuntimeError("internal error: persistence queue overflow in one op")
         end = int(_core.finish(self.S))
         if first:
             COMPILE_SECONDS["run"] = time.perf_counter() - t
@@ -169,11 +197,36 @@ class Machine:
         self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
         mm.map_pages(self.S, self.pt, addr, addr + len(raw))
         mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
+        mm.persist_range(self.S, self.pt, self.frames, addr, addr + len(raw))
 
     def read(self, addr, n):
         """Bytes at [addr, addr+n) as the program sees them (no timing)."""
         self._check_mapped(addr, n)
         return mm.read_bytes(self.S, self.pt, self.frames, addr, n).tobytes()
+
+    def crash(self):
+        """The persistent regions as a power failure now would leave them, as a CrashImage;
+        the machine is not disturbed. Durable: lines written back from the caches (eviction,
+        CLFLUSH), and CLWB/CLFLUSHOPT write-backs and non-temporal stores followed by an
+        SFENCE or MFENCE; under eADR also every cached store. Lost: everything else (dirty
+        lines under ADR, WC buffers, unfenced write-backs)."""
+        if not self.functional:
+            raise ValueError("crash() needs functional memory (Machine(..., functional=True))")
+        reg = self.layout.view(self.S, "reg")
+        cdir = self.layout.view(self.S, "chunk_dir")
+        pages = {}
+        for i, name in enumerate(self.region_names):
+            if reg[i, mm.RG_PERSIST] == mm.P_NONE:
+                continue
+            base, d0 = int(reg[i, mm.RG_BASE]), int(reg[i, mm.RG_DIR])
+            n_dir = (int(reg[i, mm.RG_END]) - base + (1 << mm.CHUNK_SHIFT) - 1) >> mm.CHUNK_SHIFT
+            for k in np.flatnonzero(cdir[d0:d0 + n_dir] >= 0):
+                row = self.pt[cdir[d0 + k], mm.DURABLE0:mm.DURABLE0 + mm.CHUNK_PAGES]
+                for p in np.flatnonzero(row >= 0):
+                    addr = base + (int(k) << mm.CHUNK_SHIFT) + (int(p) << mm.PAGE_SHIFT)
+                    pages[addr] = self.frames[row[p]].tobytes()
+        return CrashImage(pages, {n: r for n, r in self.regions.items()
+                                  if reg[self.region_names.index(n), mm.RG_PERSIST] != mm.P_NONE})
 
     # ------------------------------------------------------------------ statistics
     def stats(self):

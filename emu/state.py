@@ -6,6 +6,7 @@ absolute indices: compiled code reads S[T_ROB] or S[S_NOW]. Python converts the 
 """
 from memmodel.layout import N_HEADER
 from memmodel.media import FP
+from memmodel.memory import SNAPSHOTS
 from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 
 _T_FIELDS = ("upc", "rob", "sb", "lfb", "wc", "lfence", "sfence", "mfence", "clflush",
@@ -21,11 +22,11 @@ N_TP = len(_T_FIELDS)
 _S_FIELDS = ("now", "uop_frac", "uop_seq", "loads_max", "dep_ready", "rob_head", "rob_count",
              "sb_head", "sb_count", "sb_last", "clflush_chain", "flush_unit", "wb_pending",
              "site", "site_start", "ac", "kernel", "end", "ops", "rep_frac", "mem_stamp",
-             "site_ops", "reg_lo", "reg_hi", "page_ok")
+             "site_ops", "reg_lo", "reg_hi", "page_ok", "pq_count", "pend_head", "pend_count")
 (S_NOW, S_UOP_FRAC, S_UOP_SEQ, S_LOADS_MAX, S_DEP_READY, S_ROB_HEAD, S_ROB_COUNT, S_SB_HEAD,
  S_SB_COUNT, S_SB_LAST, S_CLFLUSH_CHAIN, S_FLUSH_UNIT, S_WB_PENDING, S_SITE, S_SITE_START,
  S_AC, S_KERNEL, S_END, S_OPS, S_REP_FRAC, S_MEM_STAMP, S_SITE_OPS, S_REG_LO, S_REG_HI,
- S_PAGE_OK) = range(N_HEADER + N_TP, N_HEADER + N_TP + len(_S_FIELDS))
+ S_PAGE_OK, S_PQ_COUNT, S_PEND_HEAD, S_PEND_COUNT) = range(N_HEADER + N_TP, N_HEADER + N_TP + len(_S_FIELDS))
 N_SC = len(_S_FIELDS)
 
 
@@ -38,6 +39,14 @@ N_SCOUNT = len(SITE_COUNTER_NAMES)
 REGION_COUNTER_NAMES = ("line_reads", "line_writes")
 RC_READS, RC_WRITES = range(2)
 N_RCOUNT = 2
+
+# pq[entry, field]: write-backs of this op on their way to the persistence domain
+PQ_LINE, PQ_MASK, PQ_KIND = range(3)
+PQ_ENTRIES = 256
+PK_NOW, PK_FENCED = 0, 1   # durable at once / at the next SFENCE or MFENCE
+# pend[entry, field]: write-backs that become durable at the next fence; their bytes are
+# snapshot in the reserved frames (memmodel.memory.SNAPSHOTS)
+PE_LINE, PE_MASK = range(2)
 
 # Run status (out[0]); out[1] = op index, out[2] = address, out[3] = detail.
 ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED = 0, 1, 2
@@ -54,11 +63,15 @@ def add_sections(layout, values, n_regions, n_sites):
     layout.add("wc", (core["wc_buffers"], 4))
     layout.add("site_ctr", (n_sites, N_SCOUNT))
     layout.add("region_ctr", (n_regions, N_RCOUNT))
+    layout.add("pq", (PQ_ENTRIES, 3))
+    layout.add("pend", (SNAPSHOTS, 2))
 
 
 def init_sections(layout, S, values, functional, smap, node):
     core, instr, pf = values["core"], values["instr"], values["prefetch"]
     levels = list(values["cache"].values())
+    if core["wc_buffers"] > 64:
+        raise ValueError("at most 64 write-combining buffers are modelled")
     for lvl in levels[2:]:
         if lvl["prefetcher"] != "none":
             raise ValueError("prefetchers are modelled at l1d and l2 only")

@@ -18,6 +18,8 @@ _SECTIONS = (
     "mp", "mcnt", "chan", "mglob",
     # memmodel.memory
     "reg", "chunk_dir", "alloc",
+    # emu core: the way to the persistence domain
+    "pq", "pend",
 )
 H_TP = 0
 H_SC = 1
@@ -42,6 +44,8 @@ H_MGLOB = 19
 H_REG = 20
 H_CHUNK_DIR = 21
 H_ALLOC = 22
+H_PQ = 23
+H_PEND = 24
 N_HEADER = len(_SECTIONS)
 
 

@@ -19,11 +19,18 @@ PAGE_SHIFT = 12
 CHUNK_PAGES = 512
 CHUNK_SHIFT = 21
 POISON0 = CHUNK_PAGES      # pt[chunk, POISON0 + page]: poisoned-line mask of that page
+DURABLE0 = 2 * CHUNK_PAGES  # pt[chunk, DURABLE0 + page]: frame of the page's durable image
+PT_COLS = 3 * CHUNK_PAGES
 NOT_MAPPED = -1
+# Frames 0 .. RESERVED_FRAMES-1 are not pages: they hold the snapshots of write-backs that
+# are on their way to the persistence domain (64 bytes each, see emu.core _persist_queue).
+SNAPSHOTS = 1024
+RESERVED_FRAMES = SNAPSHOTS * 64 // PAGE_BYTES
+P_NONE, P_ADR, P_EADR = 0, 1, 2  # reg[r, RG_PERSIST]
 
 # reg[region, field], regions sorted by base
-RG_BASE, RG_END, RG_MEDIA, RG_NODE, RG_USER, RG_DIR = range(6)
-N_RG = 6
+RG_BASE, RG_END, RG_MEDIA, RG_NODE, RG_USER, RG_DIR, RG_PERSIST = range(7)
+N_RG = 7
 # alloc[]
 A_CHUNKS, A_FRAMES = 0, 1
 
@@ -38,24 +45,27 @@ def add_sections(layout, regions):
     layout.add("alloc", 2)
 
 
-def init_sections(layout, S, regions, media_ids):
-    """`regions` sorted by base; returns the initial (pt, frames)."""
+def init_sections(layout, S, regions, media_ids, persistence):
+    """`regions` sorted by base, `persistence`: media name -> "none"/"adr"/"eadr".
+    Returns the initial (pt, frames)."""
     reg = layout.view(S, "reg")
     d = 0
     for i, r in enumerate(regions):
         reg[i] = (r["base"], r["base"] + r["size_bytes"], media_ids[r["media"]], r["node"],
-                  r.get("privilege") == "user", d)
+                  r.get("privilege") == "user", d,
+                  ("none", "adr", "eadr").index(persistence[r["media"]]))
         d += _dir_entries(r)
     layout.view(S, "chunk_dir")[:] = NOT_MAPPED
-    return np.full((4, 2 * CHUNK_PAGES), NOT_MAPPED, dtype=np.int64), \
-        np.zeros((64, PAGE_BYTES), dtype=np.uint8)
+    layout.view(S, "alloc")[A_FRAMES] = RESERVED_FRAMES
+    return np.full((4, PT_COLS), NOT_MAPPED, dtype=np.int64), \
+        np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
 
 
 def grow(S, pt, frames, chunks_needed, frames_needed):
     """(pt, frames) with room for that many more chunks and frames (amortised doubling)."""
     used_c, used_f = int(S[S[H_ALLOC] + A_CHUNKS]), int(S[S[H_ALLOC] + A_FRAMES])
     if used_c + chunks_needed > len(pt):
-        new = np.full((max(used_c + chunks_needed, 2 * len(pt)), 2 * CHUNK_PAGES), NOT_MAPPED,
+        new = np.full((max(used_c + chunks_needed, 2 * len(pt)), PT_COLS), NOT_MAPPED,
                       dtype=np.int64)
         new[:len(pt)] = pt
         pt = new
@@ -129,21 +139,38 @@ def unmapped_in(S, start, end):
 
 
 @compiled
+def durable_frame_of(S, pt, addr):
+    """Frame of the durable image of `addr`'s page (persistent regions), or -1."""
+    d = S[_chunk_slot(S, addr)]
+    if d < 0:
+        return -1
+    return pt[d, DURABLE0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))]
+
+
+@inlined
+def persistence(S, addr):
+    """P_NONE, P_ADR or P_EADR for the region holding mapped `addr`."""
+    return S[S[H_REG] + find_region(S, addr) * N_RG + RG_PERSIST]
+
+
+@compiled
 def missing_pages(S, pt, start, end, need):
-    """Add to need[0] the chunks and to need[1] the frames that [start, end) still lacks."""
+    """Add to need[0] the chunks and to need[1] the frames that [start, end) still lacks
+    (two per page of a persistent region: the page and its durable image)."""
     if end <= start:
         return
     prev = -1
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
         d = S[slot]
+        per_page = 2 if persistence(S, page << PAGE_SHIFT) != P_NONE else 1
         if d < 0:
             if slot != prev:
                 need[0] += 1
                 prev = slot
-            need[1] += 1
+            need[1] += per_page
         elif pt[d, page & (CHUNK_PAGES - 1)] < 0:
-            need[1] += 1
+            need[1] += per_page
 
 
 @compiled
@@ -158,9 +185,13 @@ def map_pages(S, pt, start, end):
             S[slot] = S[a + A_CHUNKS]
             S[a + A_CHUNKS] += 1
         d = S[slot]
-        if pt[d, page & (CHUNK_PAGES - 1)] < 0:
-            pt[d, page & (CHUNK_PAGES - 1)] = S[a + A_FRAMES]
+        pi = page & (CHUNK_PAGES - 1)
+        if pt[d, pi] < 0:
+            pt[d, pi] = S[a + A_FRAMES]
             S[a + A_FRAMES] += 1
+            if persistence(S, page << PAGE_SHIFT) != P_NONE:
+                pt[d, DURABLE0 + pi] = S[a + A_FRAMES]
+                S[a + A_FRAMES] += 1
 
 
 @compiled
@@ -209,15 +240,36 @@ def write_imm(S, pt, frames, dst, imm, n):
         done += k
 
 
-def read_bytes(S, pt, frames, addr, n):
-    """Python-side read for the facade: bytes at mapped [addr, addr+n); untouched pages are 0."""
+@compiled
+def persist_bytes(S, pt, frames, line, mask, src_frame, src_off):
+    """Make the bytes of `line` selected by `mask` (bit i = byte i) durable, taking them
+    from frames[src_frame, src_off:src_off+64]."""
+    addr = line << 6
+    f = durable_frame_of(S, pt, addr)
+    o = addr & (PAGE_BYTES - 1)
+    for i in range(64):
+        if (mask >> i) & 1:
+            frames[f, o + i] = frames[src_frame, src_off + i]
+
+
+@compiled
+def persist_range(S, pt, frames, start, end):
+    """The current bytes of [start, end) become durable where the region is persistent."""
+    for line in range(start >> 6, ((end - 1) >> 6) + 1):
+        if persistence(S, line << 6) != P_NONE:
+            persist_bytes(S, pt, frames, line, -1, frame_of(S, pt, line << 6), (line << 6) & (PAGE_BYTES - 1))
+
+
+def read_bytes(S, pt, frames, addr, n, durable=False):
+    """Python-side read for the facade: bytes at mapped [addr, addr+n) (of the durable image
+    with `durable`); untouched pages are 0."""
     out = np.zeros(n, dtype=np.uint8)
     done = 0
     while done < n:
         a = addr + done
         off = a & (PAGE_BYTES - 1)
         k = min(n - done, PAGE_BYTES - off)
-        f = frame_of(S, pt, a)
+        f = durable_frame_of(S, pt, a) if durable else frame_of(S, pt, a)
         if f >= 0:
             out[done:done + k] = frames[f, off:off + k]
         done += k
