@@ -310,3 +310,50 @@ def test_write_bandwidth_bounds_a_stream_of_posted_writes():
     per_line = 64 / d["write_bw_gbps"] * m.freq_ghz  # cycles per line at the write bandwidth
     assert r.cycles >= (lines - d["wpq_entries"]) * per_line
     assert m.stats()["media"]["dram"]["wpq_full_stall_cycles"] > 0
+
+
+# ------------------------------------------------------------------ fences, fast strings
+def test_sfence_waits_for_the_nt_line_to_be_accepted():
+    m = machine()
+    d = m.profile.values
+    accept = cycles_of(m, d["media"]["dram"]["write_accept_ns"])
+    # a full-line movnt leaves its WC buffer at once; the fence waits for the controller
+    t = run1(m, lambda p: p.movnt(0x4000, size=64, value=1).sfence())
+    assert t == accept + d["instr"]["sfence_cycles"]
+
+
+def test_lfence_waits_for_an_outstanding_load():
+    m = machine()
+    lat = cycles_of(m, 90.0)
+    t = run1(m, lambda p: p.load(0x8000).lfence())
+    assert t == lat + m.profile.values["instr"]["lfence_cycles"]
+
+
+def test_clflushes_serialise_clflushopts_overlap():
+    lines = 8
+    m = machine()
+    run1(m, lambda p: [p.load(0xA000 + 64 * i) for i in range(lines)])  # clean, cached
+    instr = m.profile.values["instr"]
+    t_cl = run1(m, lambda p: [p.clflush(0xA000 + 64 * i) for i in range(lines)])
+    assert t_cl == lines * instr["clflush_cycles"]
+    m = machine()
+    run1(m, lambda p: [p.load(0xA000 + 64 * i) for i in range(lines)])
+    t_opt = run1(m, lambda p: [p.clflushopt(0xA000 + 64 * i) for i in range(lines)])
+    assert t_opt == lines * instr["clflushopt_cycles"]  # one flush unit: throughput-bound
+    assert t_opt < t_cl
+
+
+def test_rep_movsb_long_copy_writes_whole_lines_without_rfo():
+    m = machine()
+    thr = m.profile.values["instr"]["rep_movsb_nrfo_threshold_bytes"]
+    n = max(thr, 4096)
+    m.write(0x20000, bytes(n))
+    m.run(Program().load(0x20000).rep_movsb(0x40000, 0x20000, n))
+    src_lines = n // 64
+    # the source is read (one line was loaded before); the destination is never read
+    assert m.stats()["media"]["dram"]["reads"] == src_lines
+    m2 = machine()
+    small = 512
+    assert small < thr
+    m2.run(Program().rep_movsb(0x40000, 0x20000, small))
+    assert m2.stats()["media"]["dram"]["reads"] == 2 * small // 64  # source + RFO of dest
