@@ -280,8 +280,7 @@ def _persist_queue(S, pt, frames):
         if j >= mm.SNAPSHOTS:
             j -= mm.SNAPSHOTS
         f, off = _snapshot_at(j)
-        for b in range(64):
-            frames[f, off + b] = frames[src_f, src_off + b]
+        mm.move(frames, f, off, src_f, src_off, 64)
         S[S[H_PEND] + 2 * j + PE_LINE] = line
         S[S[H_PEND] + 2 * j + PE_MASK] = mask
         S[S_PEND_COUNT] += 1
