@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from emu.machine import EmuFault, Machine
-from emu.scenarios import SCENARIOS
+from emu.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
@@ -244,14 +244,35 @@ def _configure_run(parser):
         p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         _machine_options(p, mod.DEFAULT_PROFILE)
+        p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
+                       help="also run with this profile value halved and doubled (repeatable); "
+                            "'assumptions' = every value the study depends on that the profile "
+                            "gives without a source")
         mod.configure(p)
 
 
 def _cmd_run(args):
     mod = SCENARIOS[args.scenario]
-    result = mod.run(args)
+    keys = []
+    for k in args.sensitivity:
+        keys += assumed_keys(mod, args.profile) if k == "assumptions" else [k]
+    if keys:
+        prof = load_profile(args.profile)
+        for k in keys:
+            try:
+                value = prof.get(k)
+            except (KeyError, TypeError):
+                raise CliError(f"--sensitivity {k}: profile {prof.name!r} has no such key") from None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise CliError(f"--sensitivity {k}: {value!r} is not a number")
+        result, sens = sensitivity(mod, args, keys)
+        result["sensitivity"] = sens
+    else:
+        result = mod.run(args)
     result["overrides"] = dict(args.overrides)
-    return json.dumps(result, indent=2) + "\n" if args.json else mod.table(result)
+    if args.json:
+        return json.dumps(result, indent=2) + "\n"
+    return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")
 
 
 # ---------------------------------------------------------------------------- main

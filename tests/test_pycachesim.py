@@ -80,11 +80,11 @@ its scalar `load(addr)`/`store(addr)` parse the address with the "I" format into
 """
 import numpy as np
 import pytest
+from reference_cache import pcs_hierarchy
 
 from emu.machine import Machine
 from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, N_COLS, Op
 from isa.program import Program
-from reference_cache import pcs_hierarchy
 
 MIB = 1 << 20
 FOOT = 4 * MIB

@@ -38,3 +38,21 @@ def test_dax_memcpy_table_shows_published_figures(capsys):
     assert main(["run", "dax-memcpy", "--scale", ONE_PASS]) == 0
     out = capsys.readouterr().out
     assert "published" in out and "clflush/movnt, numa=remote" in out
+
+
+def test_sensitivity_halves_and_doubles_a_value(capsys):
+    res = run_json(capsys, "dax-memcpy", "--scale", ONE_PASS,
+                   "--sensitivity", "instr.clflush_cycles")
+    row = res["sensitivity"]["instr.clflush_cycles"]
+    assert row["value"] == load_profile("haswell-nvdimm-n").get("instr.clflush_cycles")
+    for v in ("clflush,numa=local", "clflush,numa=remote"):
+        # serialised flushes: a costlier CLFLUSH can never make the run shorter
+        assert row["x0.5"][v] <= row["x1"][v] <= row["x2"][v]
+    assert row["x1"] == {v: d["seconds"] for v, d in res["variants"].items()}
+    # the movnt variants execute no CLFLUSH at all
+    assert row["x0.5"]["movnt,numa=local"] == row["x2"]["movnt,numa=local"]
+
+
+def test_sensitivity_of_an_unknown_key_is_an_error(capsys):
+    assert main(["run", "dax-memcpy", "--scale", ONE_PASS, "--sensitivity", "core.nope"]) == 2
+    assert "core.nope" in capsys.readouterr().err
