@@ -18,6 +18,7 @@ MEDIA_KINDS = ("dram", "nvdimm-n", "optane")
 PERSISTENCE = ("none", "adr", "eadr")
 CACHE_LEVELS = ("l1d", "l2", "llc")
 PRIVILEGE = ("user", "supervisor")
+CPU_FEATURES = ("erms", "fsrm", "clflushopt", "clwb", "avx2", "avx512f", "smap")
 
 
 class ProfileError(ValueError):
@@ -29,6 +30,7 @@ _NUM = "num"
 _INT = "int"
 _STR = "str"
 _BOOL = "bool"
+_LIST = "list"   # of strings from an allowed set
 
 _CORE = {
     "freq_ghz": (_NUM, True, 0.1),
@@ -37,6 +39,8 @@ _CORE = {
     "lfb_entries": (_INT, True, 1),
     "wc_buffers": (_INT, True, 1),
     "uops_per_cycle": (_INT, True, 1),
+    # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
+    "cpu_features": (_LIST, False, CPU_FEATURES),
 }
 _CACHE = {
     "size_bytes": (_INT, True, 64),
@@ -195,6 +199,12 @@ def _check_value(where, key, spec, raw, sources):
     elif kind == _BOOL:
         if not isinstance(val, bool):
             raise ProfileError(f"{where}.{key}: must be true or false, got {val!r}")
+    elif kind == _LIST:
+        if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+            raise ProfileError(f"{where}.{key}: must be a list of strings, got {val!r}")
+        bad = [x for x in val if x not in limit]
+        if bad:
+            raise ProfileError(f"{where}.{key}: unknown {bad}; known: {', '.join(limit)}")
     elif kind == _STR:
         if not isinstance(val, str):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
