@@ -148,22 +148,31 @@ def _merge(base, over):
     return out
 
 
-def _load_raw(path, chain):
-    if str(path) in chain:
-        raise ProfileError(f"{path}: inherit cycle through {' -> '.join(chain)}")
-    raw = _read_toml(path)
-    chain = chain + [str(path)]
+def _with_parent(raw, here, chain):
+    """`raw` merged over the profile it inherits from (recursively). `here` is the file
+    being read (relative .toml parents are found beside it) or None for a dict.
+    Returns (raw, the parent files, root first)."""
     parent = raw.get("profile", {}).get("inherit")
     if parent is None:
-        return raw, [str(path)]
+        return raw, []
     if not isinstance(parent, str):
-        raise ProfileError(f"{path}: profile.inherit: must be a profile name or path")
-    ppath = Path(parent) if parent.endswith(".toml") else _shipped_path(parent)
-    if not ppath.is_absolute() and parent.endswith(".toml"):
-        ppath = Path(path).parent / ppath
+        raise ProfileError(f"{here or '<dict>'}: profile.inherit: must be a profile name or path")
+    if parent.endswith(".toml"):
+        ppath = Path(parent)
+        if not ppath.is_absolute() and here is not None:
+            ppath = Path(here).parent / ppath
+    else:
+        ppath = _shipped_path(parent)
     base, files = _load_raw(ppath, chain)
     raw = _merge(base, raw)
     raw["profile"].pop("inherit", None)
+    return raw, files
+
+
+def _load_raw(path, chain):
+    if str(path) in chain:
+        raise ProfileError(f"{path}: inherit cycle through {' -> '.join(chain)}")
+    raw, files = _with_parent(_read_toml(path), path, chain + [str(path)])
     return raw, files + [str(path)]
 
 
@@ -336,14 +345,10 @@ def load_profile(spec, overrides=None):
             raise ProfileError("overrides apply to a profile name, path or dict, not a loaded Profile")
         return spec
     if isinstance(spec, dict):
-        raw, files, name = copy.deepcopy(spec), ["<dict>"], spec.get("profile", {}).get("name", "<dict>")
-        raw.get("profile", {}).pop("name", None)
-        if "inherit" in raw.get("profile", {}):
-            parent = raw["profile"].pop("inherit")
-            base, chain = _load_raw(_shipped_path(parent) if not str(parent).endswith(".toml") else Path(parent), [])
-            raw = _merge(base, raw)
-            raw["profile"].pop("inherit", None)
-            files = chain + files
+        raw = copy.deepcopy(spec)
+        name = raw.get("profile", {}).pop("name", "<dict>")
+        raw, files = _with_parent(raw, None, [])
+        files.append("<dict>")
     else:
         path = Path(spec) if str(spec).endswith(".toml") else _shipped_path(str(spec))
         raw, files = _load_raw(path, [])
