@@ -269,7 +269,10 @@ def _cmd_run(args):
         result["sensitivity"] = sens
     else:
         result = mod.run(args)
+    prof = load_profile(args.profile, dict(args.overrides) or None)
     result["overrides"] = dict(args.overrides)
+    result["profile_files"] = list(prof.files)       # the resolved configuration
+    result["profile_sources"] = dict(prof.sources)   # beside every result (STYLE.md 6)
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")

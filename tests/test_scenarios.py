@@ -16,6 +16,8 @@ def run_json(capsys, *argv):
 def test_dax_memcpy_interface_and_clflush_bound(capsys):
     res = run_json(capsys, "dax-memcpy", "--scale", ONE_PASS)
     assert res["scenario"] == "dax-memcpy" and res["profile"] == "haswell-nvdimm-n"
+    assert res["profile_files"][-1].endswith("haswell-nvdimm-n.toml")
+    assert res["profile_sources"]["instr.clflush_cycles"].startswith("assumption")
     assert set(res["variants"]) == {"clflush,numa=local", "clflush,numa=remote",
                                     "movnt,numa=local", "movnt,numa=remote"}
     prof = load_profile("haswell-nvdimm-n").values
