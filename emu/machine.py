@@ -171,16 +171,6 @@ class Machine:
         cycles = end - start_cycle
         return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops))
 
-    def warmup(self):
-        """Compile (or load from cache) the core; returns seconds spent."""
-        m = Machine(self.profile, functional=self.functional)
-        p = Program()
-        base = next(iter(self.regions.values()))["base"]
-        p.load(base).store(base, b"x").sfence()
-        t = time.perf_counter()
-        m.run(p)
-        return time.perf_counter() - t
-
     # ------------------------------------------------------------------ memory
     def _check_mapped(self, addr, n):
         bad = mm.unmapped_in(self.S, addr, addr + max(n, 1))

@@ -60,8 +60,9 @@ class Program:
 
     @property
     def data(self):
-        """The data blob as a uint8 array."""
-        return np.frombuffer(bytes(self._blob), dtype=np.uint8) if self._blob else np.zeros(1, np.uint8)
+        """The data blob as a writable uint8 array (always the same array type, so that the
+        compiled core has one signature whether or not a program carries data)."""
+        return np.frombuffer(bytearray(self._blob or b"\0"), dtype=np.uint8)
 
     def _reserve(self, k):
         need = self._n + k
