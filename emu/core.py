@@ -265,11 +265,14 @@ def _persist_queue(S, pt, frames):
     """Move this op's queued writes on: durable now, or snapshot until the next fence (a
     full snapshot ring makes its oldest write durable: it has long been accepted)."""
     n = min(S[S_PQ_COUNT], PQ_ENTRIES)
+    page, src_f = -1, -1    # the last page's frame (pages keep their frames during a run)
     for k in range(n):
         o = S[H_PQ] + 3 * k
         line, mask = S[o + PQ_LINE], S[o + PQ_MASK]
         addr = line << 6
-        src_f = mm.frame_of(S, pt, addr)
+        if addr >> mm.PAGE_SHIFT != page:
+            page = addr >> mm.PAGE_SHIFT
+            src_f = mm.frame_of(S, pt, addr)
         src_off = addr & (mm.PAGE_BYTES - 1)
         if S[o + PQ_KIND] == PK_NOW:
             mm.persist_bytes(S, pt, frames, line, mask, src_f, src_off)
@@ -291,8 +294,18 @@ def _persist_queue(S, pt, frames):
 @compiled
 def _apply_pending(S, pt, frames):
     """A fence: every write queued for it becomes durable."""
+    page, f = -1, -1    # the last page's durable frame
     while S[S_PEND_COUNT] > 0:
-        _apply_oldest_pending(S, pt, frames)
+        h = S[S_PEND_HEAD]
+        o = S[H_PEND] + 2 * h
+        addr = S[o + PE_LINE] << 6
+        if addr >> mm.PAGE_SHIFT != page:
+            page = addr >> mm.PAGE_SHIFT
+            f = mm.durable_frame_of(S, pt, addr)
+        sf, soff = _snapshot_at(h)
+        mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[o + PE_MASK], sf, soff)
+        S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
+        S[S_PEND_COUNT] -= 1
 
 
 @compiled
@@ -656,12 +669,29 @@ def _copy(S, pt, frames, op, dst, src, n):
     functional = S[T_FUNCTIONAL]
     prev_src = -1
     pos = 0
+    # the frames of the last destination and source pages, and whether the destination
+    # page is under eADR (pages keep their frames and regions during a run)
+    dpage, fd, spage, fs, eadr = -1, -1, -1, -1, False
     while pos < n:
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         s = src + pos
         if functional:  # piece by piece, so that a write-back sees the bytes copied so far
-            mm.copy_bytes(S, pt, frames, d, s, k)
+            od = d & (mm.PAGE_BYTES - 1)
+            os_ = s & (mm.PAGE_BYTES - 1)
+            if od + k <= mm.PAGE_BYTES and os_ + k <= mm.PAGE_BYTES:
+                if d >> mm.PAGE_SHIFT != dpage:
+                    dpage = d >> mm.PAGE_SHIFT
+                    fd = mm.frame_of(S, pt, d)
+                    eadr = mm.persistence(S, d) == mm.P_EADR
+                if s >> mm.PAGE_SHIFT != spage:
+                    spage = s >> mm.PAGE_SHIFT
+                    fs = mm.frame_of(S, pt, s)
+                mm.move(frames, fd, od, fs, os_, k)
+            else:
+                mm.copy_bytes(S, pt, frames, d, s, k)
+                eadr = mm.persistence(S, d) == mm.P_EADR
+                dpage = -1
         _rob_gate(S)
         t0 = S[S_NOW]
         ready = t0
@@ -691,8 +721,8 @@ def _copy(S, pt, frames, op, dst, src, n):
             cm.count(S, 0, cm.C_STORE_HIT, words - 1)
             _issue(S, 2 * words)
         if functional:
-            if op != NT_COPY:
-                _eadr_store(S, d, k)
+            if op != NT_COPY and eadr:  # _eadr_store(S, d, k): d..d+k is in one line
+                _pq_push(S, d >> 6, FULL_MASK, PK_NOW)
             if S[S_PQ_COUNT]:
                 _persist_queue(S, pt, frames)
         pos += k

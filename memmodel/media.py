@@ -249,5 +249,5 @@ def write(S, m, addr, nbytes, t0, remote, stamp):
     start_fp = max(accept * FP, S[row + CH_WR_BUSY])
     S[row + CH_WR_BUSY] = start_fp + occ
     S[row + CH_WPQ0 + head] = _cdiv_fp(S[row + CH_WR_BUSY])
-    S[row + CH_WPQ_HEAD] = (head + 1) % S[p + M_WPQ]
+    S[row + CH_WPQ_HEAD] = head + 1 if head + 1 < S[p + M_WPQ] else 0   # (head+1) % wpq, head < wpq
     return accept

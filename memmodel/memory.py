@@ -259,8 +259,14 @@ def persist_bytes(S, pt, frames, line, mask, src_frame, src_off):
     """Make the bytes of `line` selected by `mask` (bit i = byte i) durable, taking them
     from frames[src_frame, src_off:src_off+64]."""
     addr = line << 6
-    f = durable_frame_of(S, pt, addr)
-    o = addr & (PAGE_BYTES - 1)
+    durable_move(frames, durable_frame_of(S, pt, addr), addr & (PAGE_BYTES - 1), mask,
+                 src_frame, src_off)
+
+
+@inlined
+def durable_move(frames, f, o, mask, src_frame, src_off):
+    """The bytes selected by `mask` of frames[src_frame, src_off:+64] to the durable frame
+    `f` at offset `o` (persist_bytes once the durable frame is known)."""
     if mask == -1:
         move(frames, f, o, src_frame, src_off, 64)
         return
