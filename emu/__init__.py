@@ -1,4 +1,5 @@
 """Emulator: the compiled core and the Machine facade."""
-from emu.machine import EmuFault, Machine, RunResult, UnmappedAccess
+from emu.machine import (EmuFault, Machine, PrivilegeFault, RunResult, SmapFault,
+                         UnmappedAccess)
 
-__all__ = ["EmuFault", "Machine", "RunResult", "UnmappedAccess"]
+__all__ = ["EmuFault", "Machine", "PrivilegeFault", "RunResult", "SmapFault", "UnmappedAccess"]

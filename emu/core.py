@@ -53,7 +53,10 @@ from emu.state import (
     SC_MEDIA_READS,
     SC_MEDIA_WRITES,
     SC_OPS,
+    ST_FAULT_PRIVILEGE,
+    ST_FAULT_SMAP,
     ST_FAULT_UNMAPPED,
+    S_KERNEL,
     ST_NEED_PAGES,
     ST_OK,
     T_CLAC,
@@ -761,9 +764,21 @@ def _fast_ok(S, op, d0, d1, s0, s1):
 
 
 @compiled
+def _denied(S, r):
+    """Why a data access to region r is refused now: ST_OK, ST_FAULT_PRIVILEGE (user mode,
+    supervisor page) or ST_FAULT_SMAP (kernel mode, user page, SMAP on, EFLAGS.AC clear)."""
+    user = mm.reg(S, r, mm.RG_USER)
+    if not S[S_KERNEL]:
+        return ST_OK if user else ST_FAULT_PRIVILEGE
+    if user and S[T_SMAP] and not S[S_AC]:
+        return ST_FAULT_SMAP
+    return ST_OK
+
+
+@compiled
 def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
-    """Validate op i before any side effect: mapped, and pages present when functional.
-    Returns False (with out[] filled) if the run must stop before this op."""
+    """Validate op i before any side effect: mapped, permitted (privilege, SMAP), and pages
+    present when functional. Returns False (with out[] filled) if the run must stop here."""
     for a0, a1 in ((d0, d1), (s0, s1)):
         if a1 > a0:
             bad = mm.unmapped_in(S, a0, a1)
@@ -771,9 +786,20 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
                 out[0] = ST_FAULT_UNMAPPED
                 out[2] = bad
                 return False
+            pos = a0
+            while pos < a1:
+                r = mm.find_region(S, pos)
+                why = _denied(S, r)
+                if why != ST_OK:
+                    out[0] = why
+                    out[2] = pos
+                    return False
+                pos = mm.reg(S, r, mm.RG_END)
     if d1 > d0:
         r = mm.find_region(S, d0)
-        if d1 <= mm.reg(S, r, mm.RG_END):
+        # remember the region for the fast path unless its permission depends on EFLAGS.AC
+        if d1 <= mm.reg(S, r, mm.RG_END) and not (S[S_KERNEL] and S[T_SMAP]
+                                                  and mm.reg(S, r, mm.RG_USER)):
             S[S_REG_LO] = mm.reg(S, r, mm.RG_BASE)
             S[S_REG_HI] = mm.reg(S, r, mm.RG_END)
     op = ops[i, COL_OP]

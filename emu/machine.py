@@ -37,6 +37,14 @@ class UnmappedAccess(EmuFault):
     pass
 
 
+class SmapFault(EmuFault):
+    """Kernel-mode data access to a user page with SMAP on and EFLAGS.AC clear."""
+
+
+class PrivilegeFault(EmuFault):
+    """User-mode access to a supervisor page."""
+
+
 @dataclass
 class RunResult:
     cycles: int
@@ -78,7 +86,7 @@ class Machine:
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
-                 functional=True, smap=False, node=0, seed=0):
+                 functional=True, smap=False, node=0, seed=0, mode="kernel"):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -120,11 +128,24 @@ class Machine:
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}
         self.functional = functional
+        self.mode = mode
         self.site_names = ["(none)"]
         self._site_ids = {"(none)": 0}
         self._out = np.zeros(4, dtype=np.int64)
 
     # ------------------------------------------------------------------ running
+    @property
+    def mode(self):
+        """"kernel" or "user": the privilege level the next ops run at."""
+        return "kernel" if self.S[st.S_KERNEL] else "user"
+
+    @mode.setter
+    def mode(self, value):
+        if value not in ("kernel", "user"):
+            raise ValueError(f"mode must be 'kernel' or 'user', not {value!r}")
+        self.S[st.S_KERNEL] = value == "kernel"
+        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # forget the fast path's region
+
     @property
     def cycles(self):
         return int(self.S[st.S_NOW])
@@ -159,9 +180,16 @@ class Machine:
                 continue
             _core.finish(self.S)
             site = self.site_names[int(self.S[st.S_SITE])]
+            name = Op(int(ops[i, COL_OP])).name
+            addr = int(self._out[2])
             if status == st.ST_FAULT_UNMAPPED:
-                raise UnmappedAccess("unmapped access", i, site, int(self._out[2]),
-                                     f"{Op(int(ops[i, COL_OP])).name} touches no region")
+                raise UnmappedAccess("unmapped access", i, site, addr, f"{name} touches no region")
+            if status == st.ST_FAULT_SMAP:
+                raise SmapFault("SMAP fault", i, site, addr,
+                                f"kernel-mode {name} of a user page with EFLAGS.AC clear (no STAC)")
+            if status == st.ST_FAULT_PRIVILEGE:
+                raise PrivilegeFault("page fault", i, site, addr,
+                                     f"user-mode {name} of a supervisor page")
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
         if self.S[st.S_PQ_COUNT] > st.PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")

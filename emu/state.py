@@ -49,7 +49,7 @@ PK_NOW, PK_FENCED = 0, 1   # durable at once / at the next SFENCE or MFENCE
 PE_LINE, PE_MASK = range(2)
 
 # Run status (out[0]); out[1] = op index, out[2] = address, out[3] = detail.
-ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED = 0, 1, 2
+ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE = range(5)
 
 
 def add_sections(layout, values, n_regions, n_sites):
@@ -95,4 +95,5 @@ def init_sections(layout, S, values, functional, smap, node):
     for k, v in tp.items():
         S[k] = v
     S[S_PAGE_OK] = -1
+    S[S_KERNEL] = 1
     layout.view(S, "wc")[:, WC_LINE] = -1
