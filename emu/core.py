@@ -82,6 +82,7 @@ from emu.state import (
     T_SMAP,
     T_STAC,
     T_STREAM_DEG,
+    T_STORE_COMMIT,
     T_STREAM_DIST,
     T_UPC,
     T_WC,
@@ -525,7 +526,7 @@ def _load(S, addr, size, dependent):
 def _store_line(S, line):
     now = S[S_NOW]
     ready = _demand(S, line, now, K_STORE)
-    _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + 1))
+    _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
 
 
 @compiled
@@ -713,7 +714,7 @@ def _copy(S, pt, frames, op, dst, src, n):
         elif op == REP_MOVSB:
             if nrfo and k == 64:
                 _own_line(S, line, t0)
-                _sb_push(S, max(t0 + 1, S[S_SB_LAST] + 1))
+                _sb_push(S, max(t0 + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
             else:
                 _store_line(S, line)
             f = S[S_REP_FRAC] + S[T_REP_LINE_FP] * k // 64

@@ -116,11 +116,11 @@ class Machine:
         cm.add_sections(self.layout, levels)
         md.add_sections(self.layout, media)
         mm.add_sections(self.layout, regions)
-        stream.add_sections(self.layout)
+        stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
         self.S = self.layout.build()
         st.init_sections(self.layout, self.S, v, functional, smap, node)
         cm.init_sections(self.layout, self.S, levels, seed)
-        stream.init_sections(self.layout, self.S)
+        stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
         self.pt, self.frames = mm.init_sections(
             self.layout, self.S, regions, media_ids,

@@ -12,11 +12,11 @@ from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 _T_FIELDS = ("upc", "rob", "sb", "lfb", "wc", "lfence", "sfence", "mfence", "clflush",
              "clflushopt", "clwb", "stac", "clac", "movnt", "rep_start", "rep_line_fp",
              "rep_nrfo", "pf_l1", "pf_l2", "stream_dist", "stream_deg", "inclusive",
-             "functional", "smap", "node", "levels")
+             "functional", "smap", "node", "levels", "store_commit")
 (T_UPC, T_ROB, T_SB, T_LFB, T_WC, T_LFENCE, T_SFENCE, T_MFENCE, T_CLFLUSH, T_CLFLUSHOPT,
  T_CLWB, T_STAC, T_CLAC, T_MOVNT, T_REP_START, T_REP_LINE_FP, T_REP_NRFO, T_PF_L1, T_PF_L2,
  T_STREAM_DIST, T_STREAM_DEG, T_INCLUSIVE, T_FUNCTIONAL, T_SMAP, T_NODE,
- T_LEVELS) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
+ T_LEVELS, T_STORE_COMMIT) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
 N_TP = len(_T_FIELDS)
 
 _S_FIELDS = ("now", "uop_frac", "uop_seq", "loads_max", "dep_ready", "rob_head", "rob_count",
@@ -90,7 +90,7 @@ def init_sections(layout, S, values, functional, smap, node):
         T_STREAM_DIST: pf["stream_distance_lines"], T_STREAM_DEG: pf["stream_degree_lines"],
         T_INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
         T_FUNCTIONAL: 1 if functional else 0, T_SMAP: 1 if smap else 0, T_NODE: node,
-        T_LEVELS: len(levels),
+        T_LEVELS: len(levels), T_STORE_COMMIT: core["store_commit_cycles"],
     }
     for k, v in tp.items():
         S[k] = v

@@ -39,6 +39,7 @@ _CORE = {
     "lfb_entries": (_INT, True, 1),
     "wc_buffers": (_INT, True, 1),
     "uops_per_cycle": (_INT, True, 1),
+    "store_commit_cycles": (_INT, True, 1),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),
 }
@@ -67,6 +68,7 @@ _INSTR = {
 _PREFETCH = {
     "stream_distance_lines": (_INT, True, 1),
     "stream_degree_lines": (_INT, True, 1),
+    "stream_entries": (_INT, True, 1),
 }
 _NUMA = {
     "remote_latency_ns": (_NUM, True, 0),

@@ -3,31 +3,33 @@
 A miss on the line after the last one seen in a tracked page (or the same line) confirms
 the stream; each confirmation issues up to `degree` lines, never more than `distance`
 lines ahead of the miss nor past the page. Pages are tracked in a small table replaced
-least recently used.
+least recently used; the table size is the profile's prefetch.stream_entries.
 """
 from memmodel.jit import compiled
 from memmodel.layout import H_STREAM
 
-ENTRIES = 16
-PAGE, LAST, NEXT, STAMP = range(4)   # columns of a table row; row 0 holds the clock
+PAGE, LAST, NEXT, STAMP = range(4)   # columns of a table row
+CLOCK, SIZE = 0, 1                   # row 0: the table's clock and its number of entries
 
 
-def add_sections(layout):
-    layout.add("stream", (ENTRIES + 1, 4))
+def add_sections(layout, entries):
+    layout.add("stream", (entries + 1, 4))
 
 
-def init_sections(layout, S):
-    layout.view(S, "stream")[1:, PAGE] = -1
+def init_sections(layout, S, entries):
+    table = layout.view(S, "stream")
+    table[0, SIZE] = entries
+    table[1:, PAGE] = -1
 
 
 @compiled
 def train(S, line, distance, degree):
     page = line >> 6
     st = S[H_STREAM]
-    S[st] += 1
+    S[st + CLOCK] += 1
     e = -1
     oldest = 1
-    for i in range(1, ENTRIES + 1):
+    for i in range(1, S[st + SIZE] + 1):
         if S[st + 4 * i + PAGE] == page:
             e = i
             break
@@ -38,10 +40,10 @@ def train(S, line, distance, degree):
         S[o + PAGE] = page
         S[o + LAST] = line
         S[o + NEXT] = line + 1
-        S[o + STAMP] = S[st]
+        S[o + STAMP] = S[st + CLOCK]
         return 0, 0
     o = st + 4 * e
-    S[o + STAMP] = S[st]
+    S[o + STAMP] = S[st + CLOCK]
     last = S[o + LAST]
     S[o + LAST] = line
     if line != last + 1 and line != last:
