@@ -285,7 +285,9 @@ _CHECKS = (
     "negative work cycles",
     "site id without a name",
     "data beyond the data blob",
+    "range beyond the 52-bit physical address space",
 )
+PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
 _LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
 _REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 _FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
@@ -330,3 +332,8 @@ def _first_bad(ops, n_sites, blob_len, first):
             first[8] = i
         if op == _SITE and (imm < 0 or imm >= n_sites) and first[9] < 0:
             first[9] = i
+        if op != _WORK and op != _SITE and first[11] < 0:
+            n = max(size, 0)
+            if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
+                    (copy and ops[i, COL_SRC] > PHYS_LIMIT - min(n, PHYS_LIMIT)):
+                first[11] = i

@@ -357,3 +357,14 @@ def test_rep_movsb_long_copy_writes_whole_lines_without_rfo():
     assert small < thr
     m2.run(Program().rep_movsb(0x40000, 0x20000, small))
     assert m2.stats()["media"]["dram"]["reads"] == 2 * small // 64  # source + RFO of dest
+
+
+def test_address_ranges_beyond_physical_memory_are_rejected_before_running():
+    from isa.program import ProgramError
+    m = machine()
+    for p in (Program().load((1 << 63) - 4, size=8),
+              Program().rep_movsb(0x1000, 0x2000, 1 << 62),
+              Program().rep_movsb(0x1000, (1 << 52) - 8, 64)):
+        with pytest.raises(ProgramError, match="52-bit physical address space"):
+            m.run(p)
+    assert m.stats()["levels"]["l1d"]["misses"] == 0
