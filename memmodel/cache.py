@@ -62,11 +62,6 @@ def init_sections(layout, S, levels, seed=0):
 
 
 @inlined
-def lvp(S, lvl, field):
-    return S[S[H_LV] + lvl * N_LV + field]
-
-
-@inlined
 def hit_cycles(S, lvl):
     return S[S[H_LV] + lvl * N_LV + LV_HIT]
 
@@ -109,11 +104,6 @@ def prefetch_set(S, lvl, line):
         host_prefetch(S, r + k)
         host_prefetch(S, f + k)
         host_prefetch(S, d + k)
-
-
-@inlined
-def tag(S, b):
-    return S[S[H_TAGS] + b]
 
 
 @inlined

@@ -118,11 +118,6 @@ def _mcount(S, m, counter, n):
 
 
 @inlined
-def param(S, m, field):
-    return S[S[H_MP] + m * N_MPARAMS + field]
-
-
-@inlined
 def _channel_row(S, p, addr):
     """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
     ch = S[p + M_CHAN0] + (addr // S[p + M_INTERLEAVE]) % S[p + M_CHANNELS]
