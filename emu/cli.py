@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from emu import spectre
 from emu.machine import EmuFault, Machine
 from emu.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
@@ -278,12 +279,32 @@ def _cmd_run(args):
     return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")
 
 
+# ---------------------------------------------------------------------------- spectre
+def _configure_spectre(parser):
+    parser.add_argument("gadget", choices=spectre.GADGETS,
+                        help="v1: bounds check bypass; v1-lfence: with barrier_nospec after the "
+                             "check; v1-nospec: with array_index_nospec masking")
+    parser.add_argument("--secret", type=lambda t: int(t, 0), default=0x5A, metavar="BYTE",
+                        help="the secret byte beyond the array (default: 0x5a)")
+    _machine_options(parser, "skylake-ddr4")
+
+
+def _cmd_spectre(args):
+    if not 0 <= args.secret <= 255:
+        raise CliError(f"--secret {args.secret}: not a byte (0..255)")
+    report = spectre.run_gadget(args.gadget, args.secret, args.profile,
+                                dict(args.overrides) or None)
+    return json.dumps(report, indent=2) + "\n" if args.json else spectre.table(report)
+
+
 # ---------------------------------------------------------------------------- main
 COMMANDS = {
     "run": Command("run a named study (shared/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),
+    "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently",
+                       _configure_spectre, _cmd_spectre),
 }
 
 

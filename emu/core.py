@@ -22,6 +22,12 @@ from emu.state import (
     RC_WRITES,
     S_AC,
     S_CLFLUSH_CHAIN,
+    S_FAULT,
+    S_FAULT_ADDR,
+    S_MASK,
+    S_POISON_N,
+    S_SPEC,
+    S_VAL,
     S_DEP_READY,
     S_END,
     S_FLUSH_UNIT,
@@ -53,6 +59,7 @@ from emu.state import (
     SC_MEDIA_READS,
     SC_MEDIA_WRITES,
     SC_OPS,
+    ST_FAULT_MCE,
     ST_FAULT_PRIVILEGE,
     ST_FAULT_SMAP,
     ST_FAULT_UNMAPPED,
@@ -63,8 +70,12 @@ from emu.state import (
     T_CLFLUSH,
     T_CLFLUSHOPT,
     T_CLWB,
+    T_FAULT_FIXUP,
     T_FUNCTIONAL,
     T_INCLUSIVE,
+    T_INDEX_MASK,
+    T_MCE,
+    T_MISPREDICT,
     T_LEVELS,
     T_LFB,
     T_LFENCE,
@@ -100,6 +111,12 @@ from isa.ops import (
     COL_SIZE,
     COL_SRC,
     FLAG_DEPENDENT,
+    FLAG_EXTABLE,
+    FLAG_INDEXED,
+    FLAG_MASKED,
+    FLAG_MCSAFE,
+    FLAG_PREDICT_IN,
+    FLAG_ZERO_TAIL,
     Op,
 )
 from memmodel import cache as cm
@@ -125,6 +142,7 @@ SFENCE, LFENCE, MFENCE = int(Op.SFENCE), int(Op.LFENCE), int(Op.MFENCE)
 STAC, CLAC = int(Op.STAC), int(Op.CLAC)
 REP_MOVSB, NT_COPY, CAREFUL_COPY = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 FLUSH_RANGE, WORK, SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
+BRANCH, INDEX_MASK = int(Op.BRANCH), int(Op.INDEX_MASK)
 
 K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
 FULL_MASK = -1                          # all 64 bytes of a WC buffer written
@@ -376,6 +394,22 @@ def _install(S, lvl, line, ready, flg):
     return b
 
 
+@inlined
+def _spec_flag(S, from_memory):
+    """F_TRANSIENT for a fill from memory by a transient load (a flush+reload attacker sees
+    the line become cached), else 0."""
+    return cm.F_TRANSIENT if from_memory and S[S_SPEC] else 0
+
+
+@compiled
+def _architectural(S, line):
+    """`line`, filled by a transient load, is now used architecturally: not a leak."""
+    for lvl in range(S[T_LEVELS]):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_TRANSIENT)
+
+
 @compiled
 def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
@@ -401,13 +435,15 @@ def _walk(S, line, t0, first, kind):
         if f & cm.F_PREFETCHED and kind != K_PREFETCH:
             cm.set_flags(S, b, f & ~cm.F_PREFETCHED)
             cm.count(S, hit, cm.C_PF_USEFUL, 1)
+        if f & cm.F_TRANSIENT and kind != K_PREFETCH and not S[S_SPEC]:
+            _architectural(S, line)
         cm.touch(S, hit, b, line)
         done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
     else:
         if kind != K_PREFETCH:
             _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
-    flg = cm.F_PREFETCHED if kind == K_PREFETCH else 0
+    flg = cm.F_PREFETCHED if kind == K_PREFETCH else _spec_flag(S, hit == nlev)
     for lvl in range(hit - 1, first - 1, -1):
         _install(S, lvl, line, done, flg)
         if flg:
@@ -461,6 +497,9 @@ def _demand(S, line, t0, kind):
         if f & cm.F_PREFETCHED:
             f &= ~cm.F_PREFETCHED
             cm.count(S, 0, cm.C_PF_USEFUL, 1)
+        if f & cm.F_TRANSIENT and not S[S_SPEC]:
+            _architectural(S, line)
+            f &= ~cm.F_TRANSIENT
         cm.set_flags(S, b, f)
         cm.touch(S, 0, b, line)
         return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
@@ -477,13 +516,17 @@ def _demand_miss(S, line, t0, kind):
         _stall_until(S, t0)
     if S[T_LEVELS] > 1:
         done = _walk(S, line, t0, 1, kind)
+        # the walk marks what it fills; a transient fill from memory is marked at L2 too
+        spec = cm.F_TRANSIENT if S[S_SPEC] != 0 and (
+            cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
         if S[T_PF_L2] != PF_NONE:
             _prefetch(S, 1, S[T_PF_L2], line, t0)
     else:
         _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
+        spec = _spec_flag(S, True)
     S[S[H_LFB] + i] = done
-    _install(S, 0, line, done, cm.F_DIRTY if kind == K_STORE else 0)
+    _install(S, 0, line, done, (cm.F_DIRTY if kind == K_STORE else 0) | spec)
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
@@ -495,7 +538,7 @@ def _own_line(S, line, t):
     b = cm.lookup(S, 0, line)
     if b >= 0:
         cm.count(S, 0, cm.C_STORE_HIT, 1)
-        cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
+        cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~cm.F_TRANSIENT)
         cm.touch(S, 0, b, line)
         return
     cm.count(S, 0, cm.C_STORE_MISS, 1)
@@ -777,49 +820,126 @@ def _denied(S, r):
 
 
 @compiled
+def _first_fault(S, a0, a1):
+    """(address, why) of the first byte of [a0, a1) that faults now (unmapped, SMAP,
+    privilege), or (a1, ST_OK)."""
+    pos = a0
+    while pos < a1:
+        r = mm.find_region(S, pos)
+        if r < 0:
+            return pos, ST_FAULT_UNMAPPED
+        why = _denied(S, r)
+        if why != ST_OK:
+            return pos, why
+        pos = mm.reg(S, r, mm.RG_END)
+    return a1, ST_OK
+
+
+@inlined
+def _is_copy(op):
+    return op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY
+
+
+@compiled
+def _zero_tail(S, ops, i, d0, d1):
+    """Does op i's fixup zero the destination's uncopied tail (copy_from_user)? Only when
+    the fault was in the source and the whole destination is accessible."""
+    s0 = ops[i, COL_SRC]
+    return (ops[i, COL_FLAGS] & FLAG_ZERO_TAIL) != 0 and S[S_FAULT] != ST_OK and \
+        s0 <= S[S_FAULT_ADDR] < s0 + ops[i, COL_SIZE] and _first_fault(S, d0, d1)[1] == ST_OK
+
+
+@compiled
 def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
-    """Validate op i before any side effect: mapped, permitted (privilege, SMAP), and pages
-    present when functional. Returns False (with out[] filled) if the run must stop here."""
-    for a0, a1 in ((d0, d1), (s0, s1)):
-        if a1 > a0:
-            bad = mm.unmapped_in(S, a0, a1)
-            if bad >= 0:
-                out[0] = ST_FAULT_UNMAPPED
-                out[2] = bad
-                return False
-            pos = a0
-            while pos < a1:
-                r = mm.find_region(S, pos)
-                why = _denied(S, r)
-                if why != ST_OK:
-                    out[0] = why
-                    out[2] = pos
-                    return False
-                pos = mm.reg(S, r, mm.RG_END)
-    if d1 > d0:
+    """Validate op i before any side effect: mapped, permitted (privilege, SMAP), no poison
+    consumed, and pages present when functional. Returns how many of its bytes execute:
+    all of them, fewer when an exception-table op faults part-way (S[S_FAULT] then says
+    why; for a load or store, none), or -1 if the run must stop here (out[] filled)."""
+    op = ops[i, COL_OP]
+    flags = ops[i, COL_FLAGS]
+    ok = ops[i, COL_SIZE]
+    why = ST_OK
+    at = 0
+    fd, wd = _first_fault(S, d0, d1)
+    if wd != ST_OK:
+        ok, why, at = fd - d0, wd, fd
+    fs, ws = _first_fault(S, s0, s1)
+    if ws != ST_OK and fs - s0 < ok:
+        ok, why, at = fs - s0, ws, fs
+    if S[S_POISON_N] and (op == LOAD or _is_copy(op)):
+        r0 = d0 if op == LOAD else s0
+        p = mm.first_poisoned(S, pt, r0, r0 + ok)
+        if p >= 0:   # poison is consumed by the load of its line
+            ok, why, at = max(p, r0) - r0, ST_FAULT_MCE, p
+    S[S_FAULT] = ST_OK
+    if why != ST_OK:
+        if not flags & (FLAG_MCSAFE if why == ST_FAULT_MCE else FLAG_EXTABLE):
+            out[0] = why
+            out[2] = at
+            return -1
+        S[S_FAULT] = why
+        S[S_FAULT_ADDR] = at
+        if not _is_copy(op):
+            ok = 0
+    elif d1 > d0 and not S[S_POISON_N]:
         r = mm.find_region(S, d0)
         # remember the region for the fast path unless its permission depends on EFLAGS.AC
         if d1 <= mm.reg(S, r, mm.RG_END) and not (S[S_KERNEL] and S[T_SMAP]
                                                   and mm.reg(S, r, mm.RG_USER)):
             S[S_REG_LO] = mm.reg(S, r, mm.RG_BASE)
             S[S_REG_HI] = mm.reg(S, r, mm.RG_END)
-    op = ops[i, COL_OP]
-    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == REP_MOVSB or op == NT_COPY
-                            or op == CAREFUL_COPY):
+    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or _is_copy(op)):
+        e0 = d1 if _zero_tail(S, ops, i, d0, d1) else d0 + ok
+        e1 = s0 + ok if s1 > s0 else s0
         need = out[2:4]
         need[0] = 0
         need[1] = 0
-        mm.missing_pages(S, pt, d0, d1, need)
-        mm.missing_pages(S, pt, s0, s1, need)
+        mm.missing_pages(S, pt, d0, e0, need)
+        mm.missing_pages(S, pt, s0, e1, need)
         if need[1] > 0:
             if need[0] > pt.shape[0] - mm.allocated(S, mm.A_CHUNKS) or \
                     need[1] > frames.shape[0] - mm.allocated(S, mm.A_FRAMES):
                 out[0] = ST_NEED_PAGES
-                return False
-            mm.map_pages(S, pt, d0, d1)
-            mm.map_pages(S, pt, s0, s1)
-        S[S_PAGE_OK] = d0 >> 12
-    return True
+                return -1
+            mm.map_pages(S, pt, d0, e0)
+            mm.map_pages(S, pt, s0, e1)
+        if why == ST_OK:
+            S[S_PAGE_OK] = d0 >> 12
+    return ok
+
+
+@compiled
+def _zero_fill(S, pt, frames, dst, n):
+    """Cached stores of n zero bytes at dst, line by line (the memset of a fixup)."""
+    pos = 0
+    while pos < n:
+        d = dst + pos
+        k = min(64 - (d & 63), n - pos)
+        _rob_gate(S)
+        _store_line(S, d >> 6)
+        _issue(S, (k + 7) // 8)
+        if S[T_FUNCTIONAL]:
+            mm.write_imm(S, pt, frames, d, 0, k)
+            _eadr_store(S, d, k)
+            if S[S_PQ_COUNT]:
+                _persist_queue(S, pt, frames)
+        pos += k
+
+
+@compiled
+def _fixup(S, pt, frames, ops, i, ok, res):
+    """Op i faulted after `ok` bytes and its exception-table entry catches it: pay for the
+    exception, record the bytes not done, zero the tail where asked."""
+    d0, d1, s0, s1 = _op_ranges(ops, i)
+    res[i] = ops[i, COL_SIZE] - ok
+    if S[S_FAULT] == ST_FAULT_MCE:   # the consuming read reaches the media, then #MC
+        _stall_until(S, _mem_read(S, S[S_FAULT_ADDR] >> 6, S[S_NOW]))
+        S[S_NOW] += S[T_MCE]
+    else:
+        S[S_NOW] += S[T_FAULT_FIXUP]
+    if _zero_tail(S, ops, i, d0, d1):
+        _zero_fill(S, pt, frames, d0 + ok, d1 - d0 - ok)
+    S[S_FAULT] = ST_OK
 
 
 @compiled
@@ -828,6 +948,88 @@ def _store_data(S, pt, frames, ops, data, i, addr, size):
         mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
     else:
         mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+
+
+# ---------------------------------------------------------------- speculation
+FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
+
+
+@inlined
+def _load_address(S, ops, i, val, mask):
+    """Address of LOAD i: indexed by the previous load's value `val`, masked by the last
+    INDEX_MASK's `mask`, or as written."""
+    a = ops[i, COL_ADDR]
+    flags = ops[i, COL_FLAGS]
+    if flags & FLAG_INDEXED:
+        if val < 0 or val > (1 << 40):
+            return FAR
+        return a + val * ops[i, COL_IMM]
+    if flags & FLAG_MASKED:
+        base = ops[i, COL_SRC]
+        return base + ((a - base) & mask)
+    return a
+
+
+@compiled
+def _transient(S, pt, frames, ops, j0, j1, resolve):
+    """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
+    loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
+    an LFENCE (or any fence, flush, STAC/CLAC, bulk op, branch) ends the window, as does a
+    reorder buffer's worth of uops. A load that would fault or consume poison ends it too:
+    no fill. Architectural state other than the caches is left as it was."""
+    now = S[S_NOW]
+    S[S_SPEC] = 1
+    dep, val, mask = S[S_DEP_READY], S[S_VAL], S[S_MASK]
+    uops = 0
+    work = 0
+    for j in range(j0, j1):
+        t = now + uops // S[T_UPC] + work
+        if t >= resolve or uops >= S[T_ROB]:
+            break
+        op = ops[j, COL_OP]
+        flags = ops[j, COL_FLAGS]
+        if op == LOAD:
+            a = _load_address(S, ops, j, val, mask)
+            size = ops[j, COL_SIZE]
+            if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
+                t = max(t, dep)
+            if t >= resolve or _first_fault(S, a, a + size)[1] != ST_OK or \
+                    (S[S_POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
+                break
+            dep = _demand(S, a >> 6, t, K_LOAD)
+            if (a + size - 1) >> 6 != a >> 6:
+                dep = max(dep, _demand(S, (a + size - 1) >> 6, t, K_LOAD))
+            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[T_FUNCTIONAL] else 0
+        elif op == INDEX_MASK:
+            if flags & FLAG_DEPENDENT:
+                t = max(t, dep)
+            mask = -1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0
+            dep = t + S[T_INDEX_MASK]
+        elif op == WORK:
+            work += ops[j, COL_IMM]
+        elif op != STORE and op != MOVNT and op != SITE:
+            break
+        uops += 1
+    S[S_SPEC] = 0
+    S[S_NOW] = now   # a fill-buffer stall on the wrong path does not delay the right one
+
+
+@compiled
+def _branch(S, pt, frames, ops, i):
+    """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
+    t = S[S_NOW]
+    if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
+        t = max(t, S[S_DEP_READY])
+    resolve = t + 1
+    inside = ops[i, COL_ADDR] < ops[i, COL_SIZE]
+    predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
+    body = ops[i, COL_IMM]
+    _issue(S, 1)
+    if predicted != inside:
+        if predicted:
+            _transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
+        S[S_NOW] = max(S[S_NOW], resolve) + S[T_MISPREDICT]
+    return 0 if inside else body
 
 
 PF_AHEAD = 16   # ops of lookahead for host prefetch hints
@@ -846,38 +1048,53 @@ def _host_prefetch_op(S, ops, j):
 
 
 @compiled
-def run(S, pt, frames, ops, data, start, out):
+def run(S, pt, frames, ops, data, start, res, out):
     """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
-    on a stop out[2:4] say why. The op that stopped the run has had no effect."""
+    on a stop out[2:4] say why. The op that stopped the run has had no effect. res[i] gets
+    the bytes an exception-table op i left undone (res is as long as ops when any op has
+    FLAG_EXTABLE or FLAG_MCSAFE)."""
     out[0] = ST_OK
     functional = S[T_FUNCTIONAL]
     n = ops.shape[0]
-    for i in range(start, n):
+    i = start
+    while i < n:
         out[1] = i
         if i + PF_AHEAD < n:
             _host_prefetch_op(S, ops, i + PF_AHEAD)
         op = ops[i, COL_OP]
-        d0, d1, s0, s1 = _op_ranges(ops, i)
-        if not _fast_ok(S, op, d0, d1, s0, s1) and \
-                not _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
-            return
+        flags = ops[i, COL_FLAGS]
         addr = ops[i, COL_ADDR]
         size = ops[i, COL_SIZE]
+        if op == LOAD and flags & (FLAG_INDEXED | FLAG_MASKED):
+            addr = _load_address(S, ops, i, S[S_VAL], S[S_MASK])
+            d0, d1, s0, s1 = addr, addr + size, 0, 0
+        else:
+            d0, d1, s0, s1 = _op_ranges(ops, i)
+        ok = size
+        if not _fast_ok(S, op, d0, d1, s0, s1):
+            ok = _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out)
+            if ok < 0:
+                return
         S[S_OPS] += 1
         if op != SITE and op != WORK:
             _rob_gate(S)
         if op == LOAD:
-            _load(S, addr, size, ops[i, COL_FLAGS] & FLAG_DEPENDENT)
+            if ok == size:
+                _load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED))
+                if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & FLAG_INDEXED:
+                    S[S_VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
         elif op == STORE:
-            _store(S, addr, size)
-            if functional:
-                _store_data(S, pt, frames, ops, data, i, addr, size)
-                _eadr_store(S, addr, size)
+            if ok == size:
+                _store(S, addr, size)
+                if functional:
+                    _store_data(S, pt, frames, ops, data, i, addr, size)
+                    _eadr_store(S, addr, size)
         elif op == MOVNT:
-            _movnt_bytes(S, addr, size)
-            _issue(S, S[T_MOVNT])
-            if functional:
-                _store_data(S, pt, frames, ops, data, i, addr, size)
+            if ok == size:
+                _movnt_bytes(S, addr, size)
+                _issue(S, S[T_MOVNT])
+                if functional:
+                    _store_data(S, pt, frames, ops, data, i, addr, size)
         elif op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
             _flush(S, addr >> 6, op)
         elif op == FLUSH_RANGE:
@@ -898,17 +1115,27 @@ def run(S, pt, frames, ops, data, start, out):
             if S[T_SMAP]:
                 S[S_NOW] += S[T_STAC] if op == STAC else S[T_CLAC]
         elif op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
-            _copy(S, pt, frames, op, addr, ops[i, COL_SRC], size)
+            _copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
         elif op == WORK:
             S[S_NOW] += ops[i, COL_IMM]
         elif op == SITE:
             _site_close(S, S[S_NOW])
             S[S_SITE] = ops[i, COL_IMM]
+        elif op == BRANCH:
+            i += _branch(S, pt, frames, ops, i)
+        elif op == INDEX_MASK:
+            t = S[S_DEP_READY] if flags & FLAG_DEPENDENT else S[S_NOW]
+            S[S_MASK] = -1 if addr < size else 0
+            S[S_DEP_READY] = max(t, S[S_NOW]) + S[T_INDEX_MASK]
+            _issue(S, 3)   # cmp, sbb, and
+        if S[S_FAULT] != ST_OK:
+            _fixup(S, pt, frames, ops, i, ok, res)
         if functional:
             if S[S_PQ_COUNT]:
                 _persist_queue(S, pt, frames)
             if (op == SFENCE or op == MFENCE) and S[S_PEND_COUNT]:
                 _apply_pending(S, pt, frames)
+        i += 1
     out[1] = n
 
 

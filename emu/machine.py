@@ -11,8 +11,8 @@ import numpy as np
 
 from emu import core as _core
 from emu import state as st
-from isa.ops import COL_OP, Op
-from isa.program import Program, remap_sites
+from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, Op
+from isa.program import EFAULT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
@@ -45,11 +45,32 @@ class PrivilegeFault(EmuFault):
     """User-mode access to a supervisor page."""
 
 
+class MachineCheck(EmuFault):
+    """Poison consumed outside a machine-check-safe copy: unrecoverable."""
+
+
 @dataclass
 class RunResult:
     cycles: int
     seconds: float
     ops: int
+    undone: np.ndarray | None = None   # bytes each exception-table op left undone
+
+    def left(self, op_index):
+        """Bytes op `op_index` (a FLAG_EXTABLE / FLAG_MCSAFE op) left undone: 0 unless it
+        faulted or consumed poison part-way."""
+        if self.undone is None:
+            raise ValueError("this program has no exception-table ops (FLAG_EXTABLE/MCSAFE)")
+        return int(self.undone[op_index])
+
+    def ret(self, r):
+        """The value a kernel function's Ret handle stands for."""
+        if not isinstance(r, Ret):
+            raise TypeError(f"ret() takes a Ret, not {type(r).__name__}")
+        if r.op is None:
+            return r.value
+        left = self.left(r.op)
+        return left if r.kind == "left" else (-EFAULT if left else 0)
 
 
 class CrashImage:
@@ -57,6 +78,35 @@ class CrashImage:
 
     def __init__(self, pages, regions):
         self.pages, self.regions = pages, regions
+
+    def poison(self, addr, on=True):
+        """Poison (on=False: heal) the 64-byte media line holding `addr`, as error injection
+        does: cached copies are dropped first by a timed CLFLUSH + MFENCE (written back if
+        dirty), so the next access reads the media. Loads and copy sources that reach it
+        raise MachineCheck unless the op is machine-check safe (FLAG_MCSAFE), which stops at
+        the line instead."""
+        self._check_mapped(addr, 1)
+        need = np.zeros(2, dtype=np.int64)
+        mm.missing_pages(self.S, self.pt, addr, addr + 1, need)
+        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
+        mm.map_pages(self.S, self.pt, addr, addr + 1)
+        self.run(Program().clflush(addr).mfence())
+        self.S[st.S_POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
+        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # poisoned memory: no fast path
+
+    def transient_lines(self):
+        """Lines brought into the caches from memory by transient (mispredicted) loads and
+        not used architecturally since, still cached somewhere: what a flush+reload
+        attacker would see appear."""
+        return sorted(set().union(*(cm.lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
+                                    for lvl in range(len(self.level_names)))))
+
+    def cached(self, addr):
+        """Name of the highest cache level holding `addr`'s line, or None."""
+        for lvl, name in enumerate(self.level_names):
+            if cm.lookup(self.S, lvl, addr >> 6) >= 0:
+                return name
+        return None
 
     def read(self, addr, n):
         """Bytes at [addr, addr+n) of a persistent region; never-written bytes are zero."""
@@ -166,11 +216,13 @@ class Machine:
         ops = self._global_ops(program)
         data = program.data
         start_cycle = self.cycles
+        fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
+        undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
         i = 0
         first = not COMPILE_SECONDS
         t = time.perf_counter()
         while True:
-            _core.run(self.S, self.pt, self.frames, ops, data, i, self._out)
+            _core.run(self.S, self.pt, self.frames, ops, data, i, undone, self._out)
             status, i = int(self._out[0]), int(self._out[1])
             if status == st.ST_OK:
                 break
@@ -190,6 +242,9 @@ class Machine:
             if status == st.ST_FAULT_PRIVILEGE:
                 raise PrivilegeFault("page fault", i, site, addr,
                                      f"user-mode {name} of a supervisor page")
+            if status == st.ST_FAULT_MCE:
+                raise MachineCheck("unrecoverable machine check", i, site, addr,
+                                   f"{name} consumed poison outside a machine-check-safe copy")
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
         if self.S[st.S_PQ_COUNT] > st.PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
@@ -197,7 +252,8 @@ class Machine:
         if first:
             COMPILE_SECONDS["run"] = time.perf_counter() - t
         cycles = end - start_cycle
-        return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops))
+        return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops),
+                         undone=undone if fixups else None)
 
     # ------------------------------------------------------------------ memory
     def _check_mapped(self, addr, n):
@@ -216,6 +272,35 @@ class Machine:
         mm.map_pages(self.S, self.pt, addr, addr + len(raw))
         mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
         mm.persist_range(self.S, self.pt, self.frames, addr, addr + len(raw))
+
+    def poison(self, addr, on=True):
+        """Poison (on=False: heal) the 64-byte media line holding `addr`, as error injection
+        does: cached copies are dropped first by a timed CLFLUSH + MFENCE (written back if
+        dirty), so the next access reads the media. Loads and copy sources that reach it
+        raise MachineCheck unless the op is machine-check safe (FLAG_MCSAFE), which stops at
+        the line instead."""
+        self._check_mapped(addr, 1)
+        need = np.zeros(2, dtype=np.int64)
+        mm.missing_pages(self.S, self.pt, addr, addr + 1, need)
+        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
+        mm.map_pages(self.S, self.pt, addr, addr + 1)
+        self.run(Program().clflush(addr).mfence())
+        self.S[st.S_POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
+        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # poisoned memory: no fast path
+
+    def transient_lines(self):
+        """Lines brought into the caches from memory by transient (mispredicted) loads and
+        not used architecturally since, still cached somewhere: what a flush+reload
+        attacker would see appear."""
+        return sorted(set().union(*(cm.lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
+                                    for lvl in range(len(self.level_names)))))
+
+    def cached(self, addr):
+        """Name of the highest cache level holding `addr`'s line, or None."""
+        for lvl, name in enumerate(self.level_names):
+            if cm.lookup(self.S, lvl, addr >> 6) >= 0:
+                return name
+        return None
 
     def read(self, addr, n):
         """Bytes at [addr, addr+n) as the program sees them (no timing)."""
@@ -270,7 +355,7 @@ class Machine:
 
     def dirty_lines(self, level):
         """Sorted lines held dirty at `level`."""
-        return cm.dirty_lines(self.layout, self.S, self._level(level))
+        return cm.lines_with_flag(self.layout, self.S, self._level(level), cm.F_DIRTY)
 
     def _level(self, level):
         return self.level_names.index(level) if isinstance(level, str) else level

@@ -12,21 +12,25 @@ from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 _T_FIELDS = ("upc", "rob", "sb", "lfb", "wc", "lfence", "sfence", "mfence", "clflush",
              "clflushopt", "clwb", "stac", "clac", "movnt", "rep_start", "rep_line_fp",
              "rep_nrfo", "pf_l1", "pf_l2", "stream_dist", "stream_deg", "inclusive",
-             "functional", "smap", "node", "levels", "store_commit")
+             "functional", "smap", "node", "levels", "store_commit", "mispredict",
+             "index_mask", "fault_fixup", "mce")
 (T_UPC, T_ROB, T_SB, T_LFB, T_WC, T_LFENCE, T_SFENCE, T_MFENCE, T_CLFLUSH, T_CLFLUSHOPT,
  T_CLWB, T_STAC, T_CLAC, T_MOVNT, T_REP_START, T_REP_LINE_FP, T_REP_NRFO, T_PF_L1, T_PF_L2,
  T_STREAM_DIST, T_STREAM_DEG, T_INCLUSIVE, T_FUNCTIONAL, T_SMAP, T_NODE,
- T_LEVELS, T_STORE_COMMIT) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
+ T_LEVELS, T_STORE_COMMIT, T_MISPREDICT, T_INDEX_MASK, T_FAULT_FIXUP,
+ T_MCE) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
 N_TP = len(_T_FIELDS)
 
 _S_FIELDS = ("now", "uop_frac", "uop_seq", "loads_max", "dep_ready", "rob_head", "rob_count",
              "sb_head", "sb_count", "sb_last", "clflush_chain", "flush_unit", "wb_pending",
              "site", "site_start", "ac", "kernel", "end", "ops", "rep_frac", "mem_stamp",
-             "site_ops", "reg_lo", "reg_hi", "page_ok", "pq_count", "pend_head", "pend_count")
+             "site_ops", "reg_lo", "reg_hi", "page_ok", "pq_count", "pend_head", "pend_count",
+             "spec", "val", "mask", "poison_n", "fault", "fault_addr")
 (S_NOW, S_UOP_FRAC, S_UOP_SEQ, S_LOADS_MAX, S_DEP_READY, S_ROB_HEAD, S_ROB_COUNT, S_SB_HEAD,
  S_SB_COUNT, S_SB_LAST, S_CLFLUSH_CHAIN, S_FLUSH_UNIT, S_WB_PENDING, S_SITE, S_SITE_START,
  S_AC, S_KERNEL, S_END, S_OPS, S_REP_FRAC, S_MEM_STAMP, S_SITE_OPS, S_REG_LO, S_REG_HI,
- S_PAGE_OK, S_PQ_COUNT, S_PEND_HEAD, S_PEND_COUNT) = range(N_HEADER + N_TP, N_HEADER + N_TP + len(_S_FIELDS))
+ S_PAGE_OK, S_PQ_COUNT, S_PEND_HEAD, S_PEND_COUNT, S_SPEC, S_VAL, S_MASK, S_POISON_N,
+ S_FAULT, S_FAULT_ADDR) = range(N_HEADER + N_TP, N_HEADER + N_TP + len(_S_FIELDS))
 N_SC = len(_S_FIELDS)
 
 
@@ -49,7 +53,7 @@ PK_NOW, PK_FENCED = 0, 1   # durable at once / at the next SFENCE or MFENCE
 PE_LINE, PE_MASK = range(2)
 
 # Run status (out[0]); out[1] = op index, out[2] = address, out[3] = detail.
-ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE = range(5)
+ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE, ST_FAULT_MCE = range(6)
 
 
 def add_sections(layout, values, n_regions, n_sites):
@@ -91,9 +95,12 @@ def init_sections(layout, S, values, functional, smap, node):
         T_INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
         T_FUNCTIONAL: 1 if functional else 0, T_SMAP: 1 if smap else 0, T_NODE: node,
         T_LEVELS: len(levels), T_STORE_COMMIT: core["store_commit_cycles"],
+        T_MISPREDICT: instr["branch_mispredict_cycles"], T_INDEX_MASK: instr["index_mask_cycles"],
+        T_FAULT_FIXUP: instr["fault_fixup_cycles"], T_MCE: instr["machine_check_cycles"],
     }
     for k, v in tp.items():
         S[k] = v
     S[S_PAGE_OK] = -1
     S[S_KERNEL] = 1
+    S[S_MASK] = -1
     layout.view(S, "wc")[:, WC_LINE] = -1

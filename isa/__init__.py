@@ -1,5 +1,5 @@
 """Instruction set: opcodes, op-array layout, the Program builder and trace readers."""
 from isa.ops import Op
-from isa.program import Program, ProgramError
+from isa.program import EFAULT, Program, ProgramError, Ret
 
-__all__ = ["Op", "Program", "ProgramError"]
+__all__ = ["EFAULT", "Op", "Program", "ProgramError", "Ret"]

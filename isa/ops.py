@@ -24,6 +24,8 @@ class Op(IntEnum):
     FLUSH_RANGE = 14  # addr, size=len, imm=Op.CLFLUSH/CLFLUSHOPT/CLWB
     WORK = 15         # imm = cycles of non-memory work
     SITE = 16         # imm = site id; attributes the following ops to that site
+    BRANCH = 17       # addr=index, size=limit, imm=body ops run only if index < limit
+    INDEX_MASK = 18   # addr=index, size=limit: array_index_nospec's cmp/sbb mask
 
 
 N_OPS = len(Op)
@@ -38,7 +40,14 @@ COL_IMM = 5
 COL_FLAGS = 6
 N_COLS = 7
 
-FLAG_DEPENDENT = 1
+FLAG_DEPENDENT = 1      # LOAD/BRANCH/INDEX_MASK: an operand is the previous load's data
+FLAG_EXTABLE = 2        # a page fault (unmapped, SMAP, privilege) goes to a fixup: the op
+#                         stops at the first faulting byte, the run goes on
+FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_mc_*)
+FLAG_INDEXED = 8        # LOAD at addr + (previous load's value) * imm
+FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK)
+FLAG_PREDICT_IN = 32    # BRANCH predicted "index < limit" (the body runs)
+FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64

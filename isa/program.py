@@ -3,13 +3,32 @@
 Single-op methods are sugar; `loads`, `stores` and `extend` take whole arrays.
 Operands are validated here so that the compiled core never sees a malformed op.
 """
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
 from isa.ops import (COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC,
-                     FLAG_DEPENDENT, MOVNT_SIZES, N_COLS, N_OPS, Op)
+                     FLAG_DEPENDENT, FLAG_EXTABLE, FLAG_INDEXED, FLAG_MASKED, FLAG_MCSAFE,
+                     FLAG_PREDICT_IN, FLAG_ZERO_TAIL, MOVNT_SIZES, N_COLS, N_OPS, Op)
 
 _FLUSH_KINDS = (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)
+
+
+EFAULT = 14
+
+
+@dataclass(frozen=True)
+class Ret:
+    """What an emitted kernel function returns, known once its Program has run
+    (RunResult.ret): the bytes op `op` left undone ("left": copy_*_user, copy_mc_*), or
+    0 / -EFAULT ("efault": get_user, put_user). With op=None the value was known when the
+    ops were emitted (e.g. access_ok refused the range). `op` indexes the Program the
+    function emitted into."""
+    op: int | None
+    kind: str = "left"
+    value: int = 0
 
 
 class ProgramError(ValueError):
@@ -96,25 +115,40 @@ class Program:
             raise ProgramError(f"{name}: negative address {addr:#x}")
 
     # -- single ops -------------------------------------------------------------------
-    def load(self, addr, size=8, dependent=False):
-        """Load `size` (1..64) bytes; `dependent`: the address came from the previous load."""
+    def load(self, addr, size=8, dependent=False, flags=0):
+        """Load `size` (1..64) bytes; `dependent`: the address came from the previous load.
+        `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup)."""
         self._check_addr("load", addr)
         if not 1 <= size <= 64:
             raise ProgramError(f"load at {addr:#x}: size {size} not in 1..64")
-        return self._emit(Op.LOAD, addr, size, flags=FLAG_DEPENDENT if dependent else 0)
+        return self._emit(Op.LOAD, addr, size, flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
-    def store(self, addr, data=None, size=None, value=0):
-        """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`."""
+    def load_indexed(self, base, scale, size=8, flags=0):
+        """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes)
+        read: the dependent table lookup of a Spectre gadget or a linked-list walk."""
+        self._check_addr("load_indexed", base)
+        return self._emit(Op.LOAD, base, size, imm=scale, flags=flags | FLAG_INDEXED)
+
+    def load_masked(self, addr, base, size=8, flags=0):
+        """Load base[addr - base] with the offset ANDed with the mask of the last
+        index_mask (array_index_nospec): out of bounds it reads base[0]."""
+        self._check_addr("load_masked", addr)
+        return self._emit(Op.LOAD, addr, size, src=base, flags=flags | FLAG_MASKED)
+
+    def store(self, addr, data=None, size=None, value=0, flags=0):
+        """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`.
+        `flags`: FLAG_EXTABLE (a fault goes to a fixup)."""
         self._check_addr("store", addr)
         if data is not None:
             off, n = self._add_data(data)
             if not 1 <= n <= 64:
                 raise ProgramError(f"store at {addr:#x}: {n} data bytes not in 1..64")
-            return self._emit(Op.STORE, addr, n, data=off)
+            return self._emit(Op.STORE, addr, n, data=off, flags=flags)
         size = 8 if size is None else size
         if not 1 <= size <= 64:
             raise ProgramError(f"store at {addr:#x}: size {size} not in 1..64")
-        return self._emit(Op.STORE, addr, size, imm=int(np.int64(np.uint64(value & (2**64 - 1)))))
+        return self._emit(Op.STORE, addr, size, imm=int(np.int64(np.uint64(value & (2**64 - 1)))),
+                          flags=flags)
 
     def movnt(self, addr, data=None, size=None, value=0):
         """Non-temporal store of 4/8/16/32/64 bytes, naturally aligned."""
@@ -157,24 +191,26 @@ class Program:
     def clac(self):
         return self._emit(Op.CLAC)
 
-    def _copy(self, op, dst, src, n):
+    def _copy(self, op, dst, src, n, flags):
         self._check_addr(op.name.lower(), dst)
         self._check_addr(op.name.lower(), src)
         if n < 0:
             raise ProgramError(f"{op.name.lower()} {dst:#x} <- {src:#x}: negative length {n}")
-        return self._emit(op, dst, n, src=src)
+        return self._emit(op, dst, n, src=src, flags=flags)
 
-    def rep_movsb(self, dst, src, n):
+    # Copies take `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or consumed poison ends the
+    # copy at that byte; RunResult.left gives the bytes not copied) and FLAG_ZERO_TAIL.
+    def rep_movsb(self, dst, src, n, flags=0):
         """`rep movsb`: copy n bytes forward from src to dst (fast strings)."""
-        return self._copy(Op.REP_MOVSB, dst, src, n)
+        return self._copy(Op.REP_MOVSB, dst, src, n, flags)
 
-    def nt_copy(self, dst, src, n):
+    def nt_copy(self, dst, src, n, flags=0):
         """Non-temporal copy: cached 8-byte loads of src, MOVNT of dst through WC buffers."""
-        return self._copy(Op.NT_COPY, dst, src, n)
+        return self._copy(Op.NT_COPY, dst, src, n, flags)
 
-    def careful_copy(self, dst, src, n):
+    def careful_copy(self, dst, src, n, flags=0):
         """8-byte load/store loop (copy_mc_fragile style), byte ops for the edges."""
-        return self._copy(Op.CAREFUL_COPY, dst, src, n)
+        return self._copy(Op.CAREFUL_COPY, dst, src, n, flags)
 
     def flush_range(self, addr, n, kind=Op.CLWB):
         """One CLFLUSH/CLFLUSHOPT/CLWB per 64-byte line overlapping [addr, addr+n)."""
@@ -190,6 +226,32 @@ class Program:
         if cycles < 0:
             raise ProgramError(f"work: negative cycles {cycles}")
         return self._emit(Op.WORK, imm=int(cycles))
+
+    def branch(self, index, limit, body, predict_in=True, dependent=False):
+        """A bounds check `if (index < limit)` (unsigned) guarding the next `body` ops. The
+        predictor guesses `predict_in`; a wrong guess of "in bounds" runs the body
+        transiently until the branch resolves (its operands ready: `dependent` = one of them
+        is the previous load's data), an LFENCE, or a reorder buffer's worth of uops."""
+        if index < 0 or limit < 0:
+            raise ProgramError(f"branch: negative index {index} or limit {limit}")
+        flags = (FLAG_PREDICT_IN if predict_in else 0) | (FLAG_DEPENDENT if dependent else 0)
+        return self._emit(Op.BRANCH, index, limit, imm=body, flags=flags)
+
+    @contextmanager
+    def guarded(self, index, limit, predict_in=True, dependent=False):
+        """`with p.guarded(i, n): ...` emits a branch whose body is the ops emitted inside."""
+        at = self._n
+        self.branch(index, limit, 0, predict_in, dependent)
+        yield self
+        self._ops[at, COL_IMM] = self._n - at - 1
+
+    def index_mask(self, index, limit, dependent=False):
+        """array_index_nospec(index, limit): cmp + sbb build an all-ones mask when
+        index < limit, else 0; later load_masked ops use it (a data dependency, no fence)."""
+        if index < 0 or limit < 0:
+            raise ProgramError(f"index_mask: negative index {index} or limit {limit}")
+        return self._emit(Op.INDEX_MASK, index, limit,
+                          flags=FLAG_DEPENDENT if dependent else 0)
 
     def site(self, name):
         """Attribute the following ops to the function `name` in the profiler."""
@@ -286,12 +348,31 @@ _CHECKS = (
     "site id without a name",
     "data beyond the data blob",
     "range beyond the 52-bit physical address space",
+    "flag not allowed on this op",
+    "indexed load: the previous op is not a LOAD of at most 8 bytes, or scale not in 0..4096",
+    "masked load: base (src) negative or above the address",
+    "branch body beyond the end of the program",
+    "negative index or limit",
 )
+# Flags each op may carry (others are rejected: the core would ignore them silently).
+_ALLOWED_FLAGS = {
+    Op.LOAD: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED | FLAG_MASKED,
+    Op.STORE: FLAG_EXTABLE,
+    Op.MOVNT: FLAG_EXTABLE,
+    Op.REP_MOVSB: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.NT_COPY: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.CAREFUL_COPY: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.BRANCH: FLAG_DEPENDENT | FLAG_PREDICT_IN,
+    Op.INDEX_MASK: FLAG_DEPENDENT,
+}
+ALLOWED = np.array([_ALLOWED_FLAGS.get(Op(k), 0) for k in range(N_OPS)], dtype=np.int64)
+MAX_SCALE = 4096
 PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
 _LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
 _REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 _FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
 _CLFLUSH, _CLFLUSHOPT, _CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
+_BRANCH, _MASK = int(Op.BRANCH), int(Op.INDEX_MASK)
 
 
 @njit(cache=True, nogil=True)
@@ -317,6 +398,22 @@ def _first_bad(ops, n_sites, blob_len, first):
             if op != _LOAD and ops[i, COL_DATA] >= 0 and \
                     ops[i, COL_DATA] + size > blob_len and first[10] < 0:
                 first[10] = i
+        flags = ops[i, COL_FLAGS]
+        if flags & ~ALLOWED[op] and first[12] < 0:
+            first[12] = i
+        if flags & FLAG_INDEXED and first[13] < 0 and (
+                i == 0 or ops[i - 1, COL_OP] != _LOAD or ops[i - 1, COL_SIZE] > 8
+                or ops[i, COL_IMM] < 0 or ops[i, COL_IMM] > MAX_SCALE):
+            first[13] = i
+        if flags & FLAG_MASKED and not 0 <= ops[i, COL_SRC] <= addr and first[14] < 0:
+            first[14] = i
+        if op == _BRANCH or op == _MASK:
+            if (addr < 0 or size < 0) and first[16] < 0:
+                first[16] = i
+            if op == _BRANCH and (ops[i, COL_IMM] < 0 or ops[i, COL_IMM] >= ops.shape[0] - i) \
+                    and first[15] < 0:
+                first[15] = i
+            continue
         if op != _WORK and op != _SITE and addr < 0 and first[4] < 0:
             first[4] = i
         copy = op == _REP or op == _NT or op == _CAREFUL
@@ -333,7 +430,7 @@ def _first_bad(ops, n_sites, blob_len, first):
         if op == _SITE and (imm < 0 or imm >= n_sites) and first[9] < 0:
             first[9] = i
         if op != _WORK and op != _SITE and first[11] < 0:
-            n = max(size, 0)
+            n = max(size, 0) if not flags & FLAG_INDEXED else 1
             if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
                     (copy and ops[i, COL_SRC] > PHYS_LIMIT - min(n, PHYS_LIMIT)):
                 first[11] = i

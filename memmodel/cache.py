@@ -19,7 +19,8 @@ LV_SETS, LV_MASK, LV_WAYS, LV_BASE, LV_HIT, LV_POLICY, LV_RNG, LV_STAMP = range(
 N_LV = 8
 
 # flags[block] bits
-F_DIRTY, F_PREFETCHED = 1, 2
+F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
+#                                               transient load, not used architecturally since
 
 # ccnt[level, counter]
 C_LOAD_HIT, C_LOAD_MISS, C_STORE_HIT, C_STORE_MISS = 0, 1, 2, 3
@@ -208,10 +209,10 @@ def contents(layout, S, lvl):
     return [sorted(int(t) for t in row if t != INVALID) for row in tags]
 
 
-def dirty_lines(layout, S, lvl):
-    """Sorted list of the lines held dirty at `lvl`."""
+def lines_with_flag(layout, S, lvl, flag):
+    """Sorted list of the lines held at `lvl` with `flag` (F_DIRTY, F_TRANSIENT) set."""
     lv = layout.view(S, "lv")[lvl]
     b, n = int(lv[LV_BASE]), int(lv[LV_SETS] * lv[LV_WAYS])
     tags = layout.view(S, "tags")[b:b + n]
     fl = layout.view(S, "flags")[b:b + n]
-    return sorted(int(t) for t, f in zip(tags, fl) if t != INVALID and f & F_DIRTY)
+    return sorted(int(t) for t, f in zip(tags, fl) if t != INVALID and f & flag)

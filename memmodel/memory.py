@@ -57,16 +57,21 @@ def init_sections(layout, S, regions, media_ids, persistence):
         d += _dir_entries(r)
     layout.view(S, "chunk_dir")[:] = NOT_MAPPED
     layout.view(S, "alloc")[A_FRAMES] = RESERVED_FRAMES
-    return np.full((4, PT_COLS), NOT_MAPPED, dtype=np.int64), \
-        np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
+    return _pt_rows(4), np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
+
+
+def _pt_rows(n):
+    """n empty page-table rows: no frames, no poison."""
+    rows = np.full((n, PT_COLS), NOT_MAPPED, dtype=np.int64)
+    rows[:, POISON0:POISON0 + CHUNK_PAGES] = 0
+    return rows
 
 
 def grow(S, pt, frames, chunks_needed, frames_needed):
     """(pt, frames) with room for that many more chunks and frames (amortised doubling)."""
     used_c, used_f = int(S[S[H_ALLOC] + A_CHUNKS]), int(S[S[H_ALLOC] + A_FRAMES])
     if used_c + chunks_needed > len(pt):
-        new = np.full((max(used_c + chunks_needed, 2 * len(pt)), PT_COLS), NOT_MAPPED,
-                      dtype=np.int64)
+        new = _pt_rows(max(used_c + chunks_needed, 2 * len(pt)))
         new[:len(pt)] = pt
         pt = new
     if used_f + frames_needed > len(frames):
@@ -192,6 +197,46 @@ def map_pages(S, pt, start, end):
             if persistence(S, page << PAGE_SHIFT) != P_NONE:
                 pt[d, DURABLE0 + pi] = S[a + A_FRAMES]
                 S[a + A_FRAMES] += 1
+
+
+@compiled
+def first_poisoned(S, pt, start, end):
+    """Address of the first poisoned 64-byte line overlapping mapped [start, end), or -1."""
+    line = start >> 6
+    while line <= (end - 1) >> 6:
+        d = S[_chunk_slot(S, line << 6)]
+        page_end = ((line >> 6) + 1) << 6     # first line of the next page
+        if d >= 0:
+            mask = pt[d, POISON0 + ((line >> 6) & (CHUNK_PAGES - 1))]
+            if mask:
+                for ln in range(line, min(page_end, ((end - 1) >> 6) + 1)):
+                    if (mask >> (ln & 63)) & 1:
+                        return ln << 6
+        line = page_end
+    return -1
+
+
+@compiled
+def set_poison(S, pt, addr, on):
+    """Poison (or heal) the line holding `addr`, whose page must be present. Returns 1 if
+    its state changed."""
+    d = S[_chunk_slot(S, addr)]
+    col = POISON0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))
+    bit = np.int64(1) << ((addr >> 6) & 63)
+    old = pt[d, col]
+    pt[d, col] = old | bit if on else old & ~bit
+    return 1 if (old & bit != 0) != on else 0
+
+
+@compiled
+def read_value(S, pt, frames, addr, n):
+    """The n (<= 8) bytes at mapped `addr` as a little-endian integer (untouched pages: 0)."""
+    v = 0
+    for k in range(n):
+        f = frame_of(S, pt, addr + k)
+        if f >= 0:
+            v |= np.int64(frames[f, (addr + k) & (PAGE_BYTES - 1)]) << (8 * k)
+    return v
 
 
 @inlined

@@ -1,0 +1,153 @@
+"""Conditional branches, transient execution, speculation barriers and leak detection.
+
+Expected behaviour from Kocher et al., "Spectre Attacks" (2019) §4 (a mispredicted bounds
+check runs the body transiently; its loads fill the cache; LFENCE after the check or a
+data-dependent index mask stops the leak) and from the ISA (a mispredicted branch costs its
+resolution plus the profile's misprediction penalty; transient stores never reach memory).
+"""
+import pytest
+
+from emu import Machine, spectre
+from emu.cli import main
+from isa import Program, ProgramError
+from isa.ops import FLAG_DEPENDENT, Op
+
+NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
+
+
+@pytest.mark.parametrize("secret", [0x5A, 0x01, 0xFF])
+def test_v1_without_barrier_leaks_the_secret_probe_line(secret):
+    r = spectre.run_gadget("v1", secret)
+    assert r["leaked"] and r["probe_values"] == [secret]
+    assert spectre.PROBE + secret * spectre.STRIDE in r["transient_lines"]
+
+
+@pytest.mark.parametrize("gadget", ["v1-lfence", "v1-nospec"])
+def test_barriers_stop_the_leak(gadget):
+    r = spectre.run_gadget(gadget, 0x5A)
+    assert not r["leaked"] and 0x5A not in r["probe_values"]
+
+
+def test_nospec_masks_the_index_to_element_zero():
+    # array_index_nospec turns x into 0: the transient load reads array1[0] (whose line
+    # came from memory, so it is what the attacker sees instead of the secret)
+    r = spectre.run_gadget("v1-nospec", 0x5A)
+    assert r["transient_lines"] == [spectre.ARRAY1]
+
+
+def test_no_leak_when_the_bound_is_cached():
+    # the branch resolves one cycle after an L1 hit on array1_size, before the dependent
+    # probe load can issue (it waits for the secret's own L1 hit)
+    m = Machine("skylake-ddr4")
+    m.write(spectre.ARRAY1 + spectre.SECRET_OFFSET, bytes([7]))
+    m.write(spectre.BOUND, (16).to_bytes(8, "little"))
+    p = Program().load(spectre.ARRAY1 + spectre.SECRET_OFFSET, 1).load(spectre.BOUND, 8)
+    with p.guarded(spectre.SECRET_OFFSET, 16, dependent=True):
+        p.load(spectre.ARRAY1 + spectre.SECRET_OFFSET, 1)
+        p.load_indexed(spectre.PROBE, 4096, 1)
+    m.run(Program().load(spectre.BOUND, 8))   # warm the bound
+    m.run(p)
+    assert m.transient_lines() == []
+
+
+def _slow_bound(m, p, addr=0x200000):
+    """A bound that must come from memory, so the branch resolves late."""
+    m.write(addr, (16).to_bytes(8, "little"))
+    p.clflush(addr).mfence().load(addr, 8)
+
+
+def test_mispredicted_branch_costs_resolution_plus_penalty():
+    m1, m2 = Machine("skylake-ddr4"), Machine("skylake-ddr4")
+    right = m1.run(Program().branch(1, 2, 0, predict_in=True)).cycles
+    wrong = m2.run(Program().branch(1, 2, 0, predict_in=False)).cycles
+    penalty = m1.profile.get("instr.branch_mispredict_cycles")
+    assert wrong - right == 1 + penalty   # resolves 1 cycle after issue, then the refetch
+
+
+def test_branch_runs_the_body_only_in_bounds_and_transient_stores_are_dropped():
+    m = Machine("skylake-ddr4")
+    p = Program()
+    with p.guarded(20, 16):            # out of bounds, predicted in: body runs transiently
+        p.store(0x5000, b"X")
+    with p.guarded(3, 16):             # in bounds
+        p.store(0x6000, b"Y")
+    m.run(p)
+    assert m.read(0x5000, 1) == b"\0" and m.read(0x6000, 1) == b"Y"
+    assert 0x5000 >> 6 not in m.dirty_lines("l1d")
+
+
+def test_transient_load_of_an_unmapped_address_does_not_fault():
+    m = Machine("skylake-ddr4")
+    p = Program()
+    _slow_bound(m, p)
+    with p.guarded(1 << 50, 16, dependent=True):
+        p.load(1 << 50, 8)
+    m.run(p)   # architecturally skipped, transiently dropped: no exception
+    assert m.transient_lines() == []
+
+
+def test_window_is_bounded_by_the_reorder_buffer():
+    m = Machine("skylake-ddr4", NO_PF)
+    rob = m.profile.get("core.rob_entries")
+    p = Program()
+    _slow_bound(m, p)
+    with p.guarded(99, 16, dependent=True):
+        for k in range(rob + 50):      # independent loads of distinct, uncached pages
+            p.load(0x1000000 + k * 4096, 8)
+    m.run(p)
+    assert len(m.transient_lines()) == rob
+
+
+def test_window_closes_when_the_branch_resolves():
+    m = Machine("skylake-ddr4", NO_PF)
+    p = Program()
+    _slow_bound(m, p)
+    with p.guarded(99, 16, dependent=True):
+        p.work(10_000)                 # the body reaches its load only after resolution
+        p.load(0x1000000, 8)
+    m.run(p)
+    assert m.transient_lines() == []
+
+
+def test_architectural_use_clears_the_transient_mark():
+    m = Machine("skylake-ddr4")
+    m.write(spectre.ARRAY1 + spectre.SECRET_OFFSET, bytes([9]))
+    m.write(spectre.BOUND, (16).to_bytes(8, "little"))
+    m.run(spectre.gadget_program("v1"))
+    probe = spectre.PROBE + 9 * spectre.STRIDE
+    assert probe in [ln * 64 for ln in m.transient_lines()]
+    m.run(Program().load(probe, 8))
+    assert probe not in [ln * 64 for ln in m.transient_lines()]
+    assert m.cached(probe) == "l1d"
+
+
+def test_lfence_waits_for_loads_in_flight():
+    m1, m2 = Machine("skylake-ddr4"), Machine("skylake-ddr4")
+    base = m1.run(Program().load(0x9000, 8).work(1)).cycles
+    fenced = m2.run(Program().load(0x9000, 8).lfence().work(1)).cycles
+    assert fenced > base   # the work waits for the miss
+
+
+def test_validator_rejects_bad_speculation_ops():
+    with pytest.raises(ProgramError, match="branch body beyond"):
+        Program().branch(1, 2, 5).validate()
+    with pytest.raises(ProgramError, match="indexed load"):
+        Program().store(0, b"a").load_indexed(0x1000, 64).validate()
+    with pytest.raises(ProgramError, match="flag not allowed"):
+        p = Program().sfence()
+        p.ops[0, 6] = FLAG_DEPENDENT
+        p.validate()
+    with pytest.raises(ProgramError, match="masked load"):
+        Program().load_masked(0x100, 0x200).validate()
+    with pytest.raises(ProgramError, match="negative"):
+        Program().branch(-1, 2, 0)
+    assert Program().branch(1, 2, 0).ops[0, 0] == Op.BRANCH
+
+
+def test_cli_spectre(capsys):
+    assert main(["spectre", "v1", "--secret", "0x33"]) == 0
+    out = capsys.readouterr().out
+    assert "secret leaked: YES" in out and "0x33" in out
+    assert main(["spectre", "v1-lfence", "--json"]) == 0
+    assert '"leaked": false' in capsys.readouterr().out
+    assert main(["spectre", "v1", "--secret", "300"]) == 2
