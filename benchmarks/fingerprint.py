@@ -23,6 +23,7 @@ from benchmarks import throughput as tb  # noqa: E402
 from emu import Machine  # noqa: E402
 from isa import Program  # noqa: E402
 
+
 def progs(m, base):
     rng = np.random.default_rng(1)
     out = []

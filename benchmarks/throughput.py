@@ -310,6 +310,7 @@ def main(argv=None):
 
     with Timer() as imp:
         import cachesim  # noqa: F401
+
         import emu.machine  # noqa: F401
     with Timer() as warm:
         emu_warmup()

@@ -9,9 +9,26 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from isa.ops import (COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC,
-                     FLAG_DEPENDENT, FLAG_EXTABLE, FLAG_INDEXED, FLAG_MASKED, FLAG_MCSAFE,
-                     FLAG_PREDICT_IN, FLAG_ZERO_TAIL, MOVNT_SIZES, N_COLS, N_OPS, Op)
+from isa.ops import (
+    COL_ADDR,
+    COL_DATA,
+    COL_FLAGS,
+    COL_IMM,
+    COL_OP,
+    COL_SIZE,
+    COL_SRC,
+    FLAG_DEPENDENT,
+    FLAG_EXTABLE,
+    FLAG_INDEXED,
+    FLAG_MASKED,
+    FLAG_MCSAFE,
+    FLAG_PREDICT_IN,
+    FLAG_ZERO_TAIL,
+    MOVNT_SIZES,
+    N_COLS,
+    N_OPS,
+    Op,
+)
 
 _FLUSH_KINDS = (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)
 
