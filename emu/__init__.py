@@ -1,4 +1,12 @@
 """Emulator: the compiled core and the Machine facade."""
-from emu.machine import EmuFault, Machine, PrivilegeFault, RunResult, SmapFault, UnmappedAccess
+from emu.machine import (
+                         EmuFault,
+                         Machine,
+                         MachineCheck,
+                         PrivilegeFault,
+                         RunResult,
+                         SmapFault,
+                         UnmappedAccess,
+)
 
-__all__ = ["EmuFault", "Machine", "PrivilegeFault", "RunResult", "SmapFault", "UnmappedAccess"]
+__all__ = ["EmuFault", "Machine", "MachineCheck", "PrivilegeFault", "RunResult", "SmapFault", "UnmappedAccess"]
