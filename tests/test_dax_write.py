@@ -182,3 +182,10 @@ def test_bad_files_and_iterators_are_named():
         DaxFile.create(mm, f.dax, f.bdev, f.dax.pmem.capacity, 4096)
     with pytest.raises(ValueError, match="bvec"):
         IovIter("bvec", [(0, 1)], 0)
+
+
+def test_a_copy_of_nothing_is_efault():
+    # as when the user buffer faults on its first byte: xfer == 0 -> -EFAULT
+    m, f, buf, _, ranges = rig("bypass")
+    i = IovIter("iovec", [(buf, 0)], f.stack + 256)
+    assert dax_iomap_actor(Program(), f, 0, 100, i, Iomap(0, 8192, 0)) == -errno.EFAULT

@@ -136,8 +136,9 @@ def run(args):
 
 def table(res):
     lines = [f"dax-write-usercopy on {res['profile']}: psync sequential writes, bs={res['bs']}, "
-             f"jobs={res['jobs']} (assumed: 4 KiB, 1 job; the thread gives neither), "
-             f"{res['ios']} measured writes per variant",
+             f"jobs={res['jobs']}, {res['ios']} measured writes per variant",
+             "published: fio psync write, block size and jobs not given (assumed: 4 KiB, 1 job; "
+             "the thread gives neither)",
              f"{'variant':<14}{'emulated IOPS':>15}{'published IOPS':>16}{'ns/IO':>9}"
              f"{'pmem reads/IO':>15}"]
     for v, d in res["variants"].items():
