@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from emu import spectre
+from emu.fio import FioError
 from emu.machine import EmuFault, Machine
 from emu.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
@@ -321,7 +322,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         text = COMMANDS[args.command].run(args)
-    except (CliError, ProfileError, ProgramError, EmuFault, OSError) as e:
+    except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:
         print(f"emu: error: {e}", file=sys.stderr)
         return 2
     sys.stdout.write(text)

@@ -85,6 +85,7 @@ class Program:
         self._blob = bytearray()
         self.site_names = []
         self._site_ids = {}
+        self._function_stack = []
 
     def __len__(self):
         return self._n
@@ -277,6 +278,18 @@ class Program:
             sid = self._site_ids[name] = len(self.site_names)
             self.site_names.append(name)
         return self._emit(Op.SITE, imm=sid)
+
+    @contextmanager
+    def function(self, name):
+        """Attribute the ops emitted inside the block to site `name` (a kernel function), then
+        to the enclosing function's site again ("(none)" outside every function)."""
+        self._function_stack.append(name)
+        self.site(name)
+        try:
+            yield self
+        finally:
+            self._function_stack.pop()
+            self.site(self._function_stack[-1] if self._function_stack else "(none)")
 
     # -- batches ----------------------------------------------------------------------
     def _batch(self, op, addrs, size, flags=0):

@@ -95,6 +95,15 @@ _OPTANE_EXTRA = {
     "xpline_bytes": (_INT, True, 64),
     "xpbuffer_entries": (_INT, True, 1),
 }
+# Work the emulator does not model, declared per operation (DESIGN.md "Honesty rules"):
+# scenarios emit these as WORK ops, the same for every variant.
+_SOFTWARE = {
+    "syscall_entry_exit_ns": (_NUM, True, 0),
+    "vfs_read_ns": (_NUM, True, 0),
+    "vfs_write_ns": (_NUM, True, 0),
+    "fs_read_iter_ns": (_NUM, True, 0),
+    "fs_write_iter_ns": (_NUM, True, 0),
+}
 _REGION = {
     "name": (_STR, False, None),
     "base": (_INT, False, 0),
@@ -103,7 +112,7 @@ _REGION = {
     "node": (_INT, False, 0),
     "privilege": (_STR, False, PRIVILEGE),
 }
-_TOP = ("profile", "core", "cache", "instr", "prefetch", "numa", "media", "region")
+_TOP = ("profile", "core", "cache", "instr", "prefetch", "numa", "software", "media", "region")
 
 
 @dataclass
@@ -280,6 +289,7 @@ def _validate(raw, fname):
     v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources)
     v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources)
     v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources)
+    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources)
     media = raw.get("media", {})
     if not isinstance(media, dict) or not media:
         raise ProfileError(f"{fname}: media: needs at least one [media.NAME]")

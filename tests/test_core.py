@@ -368,3 +368,19 @@ def test_address_ranges_beyond_physical_memory_are_rejected_before_running():
         with pytest.raises(ProgramError, match="52-bit physical address space"):
             m.run(p)
     assert m.stats()["levels"]["l1d"]["misses"] == 0
+
+
+def test_function_sites_nest_and_charge_self_time():
+    m = Machine("skylake-ddr4")
+    p = Program()
+    with p.function("outer"):
+        p.work(10)
+        with p.function("inner"):
+            p.work(5)
+        p.work(7)
+    p.work(3)
+    m.run(p)
+    sites = m.stats()["sites"]
+    # self time: the outer function's 10 + 7 cycles, the inner's 5, then "(none)" again
+    assert (sites["outer"]["cycles"], sites["inner"]["cycles"]) == (17, 5)
+    assert sites["(none)"]["cycles"] == 3

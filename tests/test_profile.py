@@ -7,7 +7,7 @@ import pytest
 
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
 
-TIMED_SECTIONS = ("core", "cache", "instr", "prefetch", "numa", "media")
+TIMED_SECTIONS = ("core", "cache", "instr", "prefetch", "numa", "software", "media")
 BASE = "skylake-ddr4"
 
 
@@ -243,3 +243,11 @@ def test_unknown_shipped_parent(tmp_path):
     path = tmp_path / "orphan.toml"
     path.write_text('[profile]\ninherit = "no-such-machine"\ndescription = "x"\n')
     _raises(path, "no-such-machine")
+
+
+def test_software_section_is_required_and_sourced(tmp_path):
+    """Declared costs (DESIGN.md) live in [software]; each needs its provenance too."""
+    _raises(_variant(tmp_path, [("vfs_read_ns = { value = 100, ", "vfs_read_ns = { v = 100, ")]),
+            "software.vfs_read_ns")
+    path = _variant(tmp_path, [("fs_write_iter_ns = {", "# fs_write_iter_ns = {")], name="b.toml")
+    _raises(path, "software.fs_write_iter_ns: missing")

@@ -2,6 +2,8 @@
 follow from the profile by hand."""
 import json
 
+import pytest
+
 from emu.cli import main
 from memmodel.profile import load_profile
 
@@ -58,3 +60,51 @@ def test_sensitivity_halves_and_doubles_a_value(capsys):
 def test_sensitivity_of_an_unknown_key_is_an_error(capsys):
     assert main(["run", "dax-memcpy", "--scale", ONE_PASS, "--sensitivity", "core.nope"]) == 2
     assert "core.nope" in capsys.readouterr().err
+
+
+def test_dax_write_usercopy_interface_and_struct_page_reads(capsys):
+    res = run_json(capsys, "dax-write-usercopy", "--ios", "40")
+    assert res["scenario"] == "dax-write-usercopy" and res["profile"] == "cascadelake-optane"
+    assert (res["bs"], res["jobs"]) == (4096, 1)
+    assert set(res["variants"]) == {"memmap=pmem", "memmap=dram", "bypass"}
+    assert res["published"]["variants"] == {"memmap=pmem": {"iops": 375e3},
+                                            "memmap=dram": {"iops": 519e3}}
+    v = res["variants"]
+    for d in v.values():
+        assert d["iops"] == pytest.approx(1e9 / d["ns_per_io"])
+        # declared costs, identical in every variant: 100 + 100 + 400 ns at 2.2 GHz
+        f = d["functions_cycles_per_io"]
+        assert (f["syscall entry/exit"], f["vfs_write"], f["fs write_iter"]) == (220, 220, 880)
+        assert d["pmem_writes_per_io"] == 64      # 4 KiB of NT stores, line by line
+    # only the checked copy with the memmap in pmem reads pmem (the struct page)
+    assert v["memmap=pmem"]["pmem_reads_per_io"] >= 1
+    assert v["memmap=dram"]["pmem_reads_per_io"] == v["bypass"]["pmem_reads_per_io"] == 0
+    assert "__check_object_size" in v["memmap=dram"]["functions_cycles_per_io"]
+    assert "__check_object_size" not in v["bypass"]["functions_cycles_per_io"]
+
+
+def test_dax_write_usercopy_table_states_assumptions(capsys):
+    assert main(["run", "dax-write-usercopy", "--ios", "20", "--bs", "512"]) == 0
+    out = capsys.readouterr().out
+    assert "assumed: 4 KiB, 1 job; the thread gives neither" in out
+    assert "bs=512" in out and "375,000" in out and "519,000" in out
+    assert "__copy_user_flushcache" in out
+
+
+def test_dax_write_usercopy_jobs_share_bandwidth(capsys):
+    res = run_json(capsys, "dax-write-usercopy", "--ios", "20", "--jobs", "2")
+    assert res["jobs"] == 2
+    assert res["profile_sources"]["media.optane.write_bw_gbps"].startswith("[YA20]")
+    for d in res["variants"].values():
+        assert d["iops"] == pytest.approx(2e9 / d["ns_per_io"])
+
+
+def test_dax_write_usercopy_without_pmem_is_an_error(capsys):
+    assert main(["run", "dax-write-usercopy", "--ios", "5", "--profile", "skylake-ddr4"]) == 2
+    assert "no pmem" in capsys.readouterr().err
+
+
+def test_dax_write_usercopy_bad_options_are_named(capsys):
+    assert main(["run", "dax-write-usercopy", "--ios", "5", "--bs", "8192",
+                 "--file-size", "4096"]) == 2
+    assert "--bs 8192 is larger than --file-size 4096" in capsys.readouterr().err

@@ -9,10 +9,10 @@ report shows how the result moves when that value is halved and doubled: `sensit
 """
 import argparse
 
-from emu.scenarios import dax_memcpy
+from emu.scenarios import dax_memcpy, dax_write_usercopy
 from memmodel.profile import load_profile
 
-SCENARIOS = {m.NAME: m for m in (dax_memcpy,)}
+SCENARIOS = {m.NAME: m for m in (dax_memcpy, dax_write_usercopy)}
 FACTORS = (0.5, 2.0)
 
 

@@ -1,0 +1,118 @@
+"""A fio-like driver: synchronous I/Os of one block size from N identical jobs, on the one
+emulated core.
+
+Jobs (shared/scenarios.md §5): the emulator has one core, so the core is one of N identical
+jobs and gets 1/N of what the jobs share, through profile overrides (`job_overrides`):
+the last-level cache capacity (cache.llc.size_bytes: 1/N of its sets, at least one, same
+ways), every media's read and write bandwidth (media.*.read_bw_gbps, media.*.write_bw_gbps)
+and the interconnect bandwidth (numa.remote_bw_gbps). Each overridden value keeps its
+provenance, saying it is 1/N of the profile's. Aggregate IOPS = N x the one job's.
+
+Per I/O the driver emits the declared costs of profile [software] as WORK ops under their
+own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_read"
+(vfs_*_ns), "fs write_iter" / "fs read_iter" (fs_*_iter_ns) — the same for every variant,
+then calls the per-I/O function `io(program, k)`, which emits the rest of the I/O k and
+returns the bytes transferred or a negative errno (a FioError then). A read path plugs in
+as another `io` with rw="read".
+"""
+import errno
+from dataclasses import dataclass
+
+from isa.program import Program
+from memmodel.profile import load_profile
+
+RW = ("read", "write")
+
+
+class FioError(Exception):
+    """A fio job that cannot run: bad options, or an I/O the kernel failed."""
+
+
+def _shared_keys(values):
+    keys = ["cache.llc.size_bytes", "numa.remote_bw_gbps"]
+    for name in values["media"]:
+        keys += [f"media.{name}.read_bw_gbps", f"media.{name}.write_bw_gbps"]
+    return keys
+
+
+def job_overrides(profile, overrides, jobs):
+    """`overrides` plus the one job's share of what `jobs` identical jobs share."""
+    if not isinstance(jobs, int) or jobs < 1:
+        raise FioError(f"jobs must be a positive integer, not {jobs!r}")
+    out = dict(overrides or {})
+    if jobs == 1:
+        return out
+    prof = load_profile(profile, out or None)
+    llc = prof.values["cache"][list(prof.values["cache"])[-1]]
+    for key in _shared_keys(prof.values):
+        value = prof.get(key)
+        if key.startswith("cache."):
+            sets = value // (64 * llc["ways"])
+            share = max(1, sets // jobs) * 64 * llc["ways"]
+            how = f"{max(1, sets // jobs)} of its {sets} sets"
+        else:
+            share, how = value / jobs, f"1/{jobs}"
+        src = prof.sources[key]
+        kind = "assumption" if src.startswith("assumption") else "source"
+        out[key] = {"value": share, kind: f"fio --numjobs={jobs}: the emulated core's share, "
+                                          f"{how} of {key} = {value} ({src})"}
+    return out
+
+
+@dataclass
+class FioResult:
+    ios: int
+    jobs: int
+    cycles: int
+    ns_per_io: float
+    iops: float
+    sites: dict          # function -> cycles per I/O (self time)
+    media: dict          # media -> counters per I/O
+
+
+def declared_cycles(values, rw):
+    """The [software] costs of one I/O in cycles: {site: cycles}."""
+    if rw not in RW:
+        raise FioError(f"rw must be one of {RW}, not {rw!r}")
+    sw, ghz = values["software"], values["core"]["freq_ghz"]
+    return {"syscall entry/exit": round(sw["syscall_entry_exit_ns"] * ghz),
+            f"vfs_{rw}": round(sw[f"vfs_{rw}_ns"] * ghz),
+            f"fs {rw}_iter": round(sw[f"fs_{rw}_iter_ns"] * ghz)}
+
+
+def _program(values, io, rw, first, n):
+    p = Program(capacity=64 * max(n, 1))
+    declared = declared_cycles(values, rw)
+    for k in range(first, first + n):
+        for site, cycles in declared.items():
+            with p.function(site):
+                p.work(cycles)
+        ret = io(p, k)
+        if ret < 0:
+            name = errno.errorcode.get(-ret, str(-ret))
+            raise FioError(f"I/O {k}: the kernel returned -{name}")
+    return p
+
+
+def run_jobs(machine, io, ios, jobs=1, rw="write", ramp_ios=0):
+    """Run `ramp_ios` unmeasured I/Os, then `ios` measured ones, as one of `jobs` jobs (the
+    machine must have been built with job_overrides(..., jobs)). Returns a FioResult."""
+    if ios < 1:
+        raise FioError(f"ios must be at least 1, not {ios}")
+    values = machine.profile.values
+    if ramp_ios:
+        machine.run(_program(values, io, rw, 0, ramp_ios))
+    before = machine.stats()
+    p = _program(values, io, rw, ramp_ios, ios)
+    r = machine.run(p)
+    after = machine.stats()
+    sites = {}
+    for name, d in after["sites"].items():
+        cyc = d["cycles"] - before["sites"].get(name, {"cycles": 0})["cycles"]
+        if cyc:
+            sites[name] = cyc / ios
+    media = {n: {k: (v - before["media"][n][k]) / ios for k, v in d.items()}
+             for n, d in after["media"].items()}
+    ns = r.seconds * 1e9 / ios
+    return FioResult(ios=ios, jobs=jobs, cycles=r.cycles, ns_per_io=ns,
+                     iops=jobs * 1e9 / ns, sites=sites, media=media)

@@ -1,0 +1,91 @@
+"""The fio-like driver: the shares of N jobs as profile overrides, declared costs per I/O,
+IOPS aggregated over the jobs (all by hand from the profile)."""
+import errno
+
+import pytest
+
+from emu import Machine
+from emu.fio import FioError, declared_cycles, job_overrides, run_jobs
+from memmodel.profile import load_profile
+
+CLX = "cascadelake-optane"
+
+
+def test_one_job_changes_nothing():
+    assert job_overrides(CLX, {}, 1) == {}
+    assert job_overrides(CLX, {"core.freq_ghz": 3.0}, 1) == {"core.freq_ghz": 3.0}
+
+
+def test_four_jobs_share_llc_and_bandwidth():
+    ov = job_overrides(CLX, {}, 4)
+    p = load_profile(CLX, ov)
+    # 33 MiB, 11 ways: 49152 sets of 704 B; a quarter is 12288 sets
+    assert p.get("cache.llc.size_bytes") == 12288 * 11 * 64
+    assert p.get("cache.llc.ways") == 11
+    assert p.get("media.optane.write_bw_gbps") == pytest.approx(12.5 / 4)
+    assert p.get("media.optane.read_bw_gbps") == pytest.approx(37.6 / 4)
+    assert p.get("media.dram.read_bw_gbps") == pytest.approx(105.6 / 4)
+    assert p.get("media.dram.write_bw_gbps") == pytest.approx(76.8 / 4)
+    assert p.get("numa.remote_bw_gbps") == pytest.approx(34.3 / 4)
+    # unshared values stay; provenance says what was divided, and keeps "assumption"
+    assert p.get("media.optane.read_latency_ns") == 305.0
+    assert "--numjobs=4" in p.sources["media.optane.write_bw_gbps"]
+    assert not p.sources["media.optane.write_bw_gbps"].startswith("assumption")
+    assert set(ov) == {"cache.llc.size_bytes", "numa.remote_bw_gbps",
+                       "media.dram.read_bw_gbps", "media.dram.write_bw_gbps",
+                       "media.optane.read_bw_gbps", "media.optane.write_bw_gbps"}
+
+
+def test_shares_apply_to_the_callers_overrides():
+    p = load_profile(CLX, job_overrides(CLX, {"media.optane.write_bw_gbps": 10.0}, 2))
+    assert p.get("media.optane.write_bw_gbps") == 5.0
+    assert p.sources["media.optane.write_bw_gbps"].startswith("assumption")
+
+
+def test_llc_share_is_whole_sets():
+    p = load_profile(CLX, job_overrides(CLX, {}, 5))
+    assert p.get("cache.llc.size_bytes") == 49152 // 5 * 11 * 64    # 9830 sets
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5])
+def test_bad_job_counts_are_named(jobs):
+    with pytest.raises(FioError, match="jobs"):
+        job_overrides(CLX, {}, jobs)
+
+
+def test_declared_costs_in_cycles():
+    v = load_profile(CLX).values
+    # 2.2 GHz: 100 ns syscall, 100 ns vfs_write, 400 ns fs write_iter
+    assert declared_cycles(v, "write") == {"syscall entry/exit": 220, "vfs_write": 220,
+                                           "fs write_iter": 880}
+    assert declared_cycles(v, "read") == {"syscall entry/exit": 220, "vfs_read": 220,
+                                          "fs read_iter": 660}
+    with pytest.raises(FioError, match="rw"):
+        declared_cycles(v, "trim")
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_iops_per_io_and_breakdown_by_hand(jobs):
+    m = Machine(CLX, job_overrides(CLX, {}, jobs))
+    calls = []
+
+    def io(p, k):
+        calls.append(k)
+        with p.function("device"):
+            p.work(1000)
+        return 4096
+
+    r = run_jobs(m, io, 10, jobs, "write", ramp_ios=2)
+    assert calls == list(range(12))
+    # 220 + 220 + 880 + 1000 cycles at 2.2 GHz per I/O
+    assert r.cycles == 10 * 2320
+    assert r.ns_per_io == pytest.approx(2320 / 2.2)
+    assert r.iops == pytest.approx(jobs * 1e9 / (2320 / 2.2))
+    assert r.sites == {"syscall entry/exit": 220, "vfs_write": 220, "fs write_iter": 880,
+                       "device": 1000}
+
+
+def test_a_failed_io_stops_the_run_with_its_errno():
+    m = Machine(CLX)
+    with pytest.raises(FioError, match="I/O 0: the kernel returned -ENOSPC"):
+        run_jobs(m, lambda p, k: -errno.ENOSPC, 5)
