@@ -4,9 +4,13 @@ emulated core.
 Jobs (shared/scenarios.md §5): the emulator has one core, so the core is one of N identical
 jobs and gets 1/N of what the jobs share, through profile overrides (`job_overrides`):
 the last-level cache capacity (cache.llc.size_bytes: 1/N of its sets, at least one, same
-ways), every media's read and write bandwidth (media.*.read_bw_gbps, media.*.write_bw_gbps)
-and the interconnect bandwidth (numa.remote_bw_gbps). Each overridden value keeps its
-provenance, saying it is 1/N of the profile's. Aggregate IOPS = N x the one job's.
+ways) and the interconnect bandwidth (numa.remote_bw_gbps: 1/N). Media bandwidth is shared
+per channel: a streaming job has at most lfb_entries lines in flight, so it occupies
+u = min(channels, ceil(lfb_entries * 64 / interleave_bytes)) channels at a time; N jobs
+spread evenly put k = ceil(N * u / channels) jobs on each channel, so each media's read and
+write bandwidth (media.*.read_bw_gbps, media.*.write_bw_gbps) is divided by k, not by N
+(with a 4 KiB interleave, 24 jobs over 6 channels: 4 jobs a channel). Each overridden value
+keeps its provenance, saying how it was divided. Aggregate IOPS = N x the one job's.
 
 Per I/O the driver emits the declared costs of profile [software] as WORK ops under their
 own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_read"
@@ -44,12 +48,20 @@ def job_overrides(profile, overrides, jobs):
         return out
     prof = load_profile(profile, out or None)
     llc = prof.values["cache"][list(prof.values["cache"])[-1]]
+    lfb = prof.values["core"]["lfb_entries"]
     for key in _shared_keys(prof.values):
         value = prof.get(key)
         if key.startswith("cache."):
             sets = value // (64 * llc["ways"])
             share = max(1, sets // jobs) * 64 * llc["ways"]
             how = f"{max(1, sets // jobs)} of its {sets} sets"
+        elif key.startswith("media."):
+            media = prof.values["media"][key.split(".")[1]]
+            chans = media["channels"]
+            u = min(chans, -(-lfb * 64 // media["interleave_bytes"]))
+            k = -(-jobs * u // chans)
+            share, how = value / k, (f"1/{k} (each job streams over {u} of {chans} channels "
+                                     f"at a time: {k} jobs a channel)")
         else:
             share, how = value / jobs, f"1/{jobs}"
         src = prof.sources[key]

@@ -22,11 +22,22 @@ Model departures: copy_mc_fragile's source-alignment byte loop and its byte tail
 the CAREFUL_COPY op (8-byte moves, byte moves for the rest); poison is line-granular, so
 its bytes-not-copied equals the kernel's 8-byte-word count for an aligned source.
 """
+from dataclasses import dataclass
+
 from isa.ops import FLAG_EXTABLE, FLAG_MCSAFE
 from isa.program import Ret
 from kernels.uaccess import copy_user_generic
 
 MC_SAFE = FLAG_MCSAFE | FLAG_EXTABLE
+
+
+@dataclass(frozen=True)
+class CopyMc:
+    """The platform's choice: the fragile static key (Optane / advanced-RAS servers), ERMS,
+    and whether the double-copy bug version is built."""
+    fragile_key: bool = True
+    erms: bool = True
+    bug: bool = False
 
 
 def copy_mc_fragile(p, dst, src, n):

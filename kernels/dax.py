@@ -1,8 +1,9 @@
-"""The DAX write path from ->write_iter to the pmem driver.
+"""The DAX read and write paths from ->read_iter / ->write_iter to the pmem driver.
 
 Follows fs/dax.c (v5.0/v5.1, blob 17638810) `dax_iomap_rw`, `dax_iomap_actor`,
 `dax_iomap_sector`, drivers/dax/super.c `bdev_dax_pgoff`, `dax_direct_access`,
-`dax_copy_from_iter`, `dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`:
+`dax_copy_from_iter`, `dax_copy_to_iter` (the read side as in v5.10, whose pmem copy is
+the machine-check-safe `_copy_mc_to_iter`), `dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`:
 per-CPU counter increment and smp_mb()), and fs/iomap.c `iomap_apply`
 (kernel-paths.md §1.5). Errors are the kernel's negative errnos.
 
@@ -17,7 +18,12 @@ import errno
 from dataclasses import dataclass
 
 from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
-from kernels.pmem import SECTOR_SHIFT, pmem_copy_from_iter, pmem_dax_direct_access
+from kernels.pmem import (
+    SECTOR_SHIFT,
+    pmem_copy_from_iter,
+    pmem_copy_to_iter,
+    pmem_dax_direct_access,
+)
 
 IOMAP_HOLE, IOMAP_MAPPED = "hole", "mapped"
 IOMAP_F_NEW = 1
@@ -113,15 +119,28 @@ def dax_copy_from_iter(p, dax, pgoff, addr, nbytes, i):
     return pmem_copy_from_iter(p, dax.pmem, pgoff, addr, nbytes, i)
 
 
+def dax_copy_to_iter(p, dax, pgoff, addr, nbytes, i):
+    p.load(dax.addr)                                    # dax_alive
+    if not dax.alive:
+        return 0
+    p.load(dax.ops_table, dependent=True)               # ->copy_to_iter
+    return pmem_copy_to_iter(p, dax.pmem, pgoff, addr, nbytes, i)
+
+
 def dax_iomap_sector(iomap, pos):
     return (iomap.addr + (pos & ~(PAGE_SIZE - 1)) - iomap.offset) >> SECTOR_SHIFT
 
 
 def dax_iomap_actor(p, f, pos, length, i, iomap):
-    """Write [pos, pos+length) of the file from the iterator through one extent. Returns the
-    bytes written, or a negative errno if none were."""
+    """Write (read) [pos, pos+length) of the file from (to) the iterator through one extent.
+    Returns the bytes moved, or a negative errno if none were. A read ends at i_size."""
     end, done, ret = pos + length, 0, 0
     p.load(f.stack)                                     # the iomap, on the stack
+    if i.rw == "read":
+        p.load(f.inode)                                 # i_size_read
+        end = min(end, f.size)
+        if pos >= end:
+            return 0
     if iomap.type != IOMAP_MAPPED:
         return -errno.EIO
     idx = dax_read_lock(p, f.dax)
@@ -138,7 +157,8 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
             break
         map_len = (map_len << PAGE_SHIFT) - offset
         map_len = min(map_len, end - pos)
-        xfer = dax_copy_from_iter(p, f.dax, pgoff, kaddr + offset, map_len, i)
+        copy = dax_copy_to_iter if i.rw == "read" else dax_copy_from_iter
+        xfer = copy(p, f.dax, pgoff, kaddr + offset, map_len, i)
         pos, length, done = pos + xfer, length - xfer, done + xfer
         if xfer == 0:
             ret = -errno.EFAULT
@@ -175,19 +195,20 @@ class DaxFile:
                    extent_bytes if size is None else size, extent_addr, extent_bytes)
 
 
-def iomap_begin(p, f, pos, length):
-    """The file system's ->iomap_begin for a write: the extent holding pos, or -ENOSPC past
-    the preallocated blocks (the model has no allocator)."""
+def iomap_begin(p, f, pos, length, write=True):
+    """The file system's ->iomap_begin: the extent holding pos; past the preallocated
+    blocks a write gets -ENOSPC (the model has no allocator), a read a hole."""
     p.load(f.inode)                                     # i_size, block map root
     p.load(f.inode + 64)
     if pos >= f.extent_bytes:
-        return -errno.ENOSPC
+        return -errno.ENOSPC if write else Iomap(offset=pos, length=length, addr=0,
+                                                 type=IOMAP_HOLE)
     return Iomap(offset=0, length=f.extent_bytes, addr=f.extent_addr)
 
 
 def iomap_apply(p, f, pos, length, i, actor):
     """fs/iomap.c: map, clamp the length to the mapping, run the actor."""
-    iomap = iomap_begin(p, f, pos, length)
+    iomap = iomap_begin(p, f, pos, length, i.rw == "write")
     if isinstance(iomap, int):
         return iomap
     if iomap.offset > pos or iomap.length == 0:
@@ -197,7 +218,7 @@ def iomap_apply(p, f, pos, length, i, actor):
 
 
 def dax_iomap_rw(p, f, pos, i):
-    """Write the iterator's bytes at pos; returns bytes written or a negative errno."""
+    """Move the iterator's bytes at pos; returns bytes moved or a negative errno."""
     done, ret = 0, 0
     while i.count:
         ret = iomap_apply(p, f, pos, i.count, i, dax_iomap_actor)
@@ -222,6 +243,15 @@ def dax_write_iter(p, f, pos, i):
         f.size = pos + ret
         p.store(f.inode, size=8, value=f.size)
     return ret
+
+
+def dax_read_iter(p, f, pos, i):
+    """->read_iter of the DAX file (ext4_dax_read_iter / xfs_file_dax_read): dax_iomap_rw
+    under the shared inode lock (its work is in the declared fs cost)."""
+    if not i.count:
+        return 0
+    with p.function("dax_iomap_rw"):
+        return dax_iomap_rw(p, f, pos, i)
 
 
 def _truncated(i, count):

@@ -1,7 +1,8 @@
 """The pmem driver's dax operations.
 
 Follows drivers/nvdimm/pmem.c (v5.0/v5.1) `__pmem_direct_access`, `pmem_dax_direct_access`
-and `pmem_copy_from_iter`, and block/badblocks.c `badblocks_check` through `is_bad_pmem`
+and `pmem_copy_from_iter`, `pmem_copy_to_iter` (v5.10+: `_copy_mc_to_iter`), and
+block/badblocks.c `badblocks_check` through `is_bad_pmem`
 (kernel-paths.md §1.4-1.5). Before v5.2 `pmem_copy_from_iter` called the checked
 `copy_from_iter_flushcache`; the patch "libnvdimm/pmem: Bypass CONFIG_HARDENED_USERCOPY
 overhead" (merged v5.2) switched it to `_copy_from_iter_flushcache`:
@@ -16,7 +17,8 @@ model returns no pages, which dax_direct_access turns into -ERANGE, as it does a
 import errno
 from dataclasses import dataclass, field
 
-from kernels.iov_iter import _copy_from_iter_flushcache, copy_from_iter_flushcache
+from kernels.copy_mc import CopyMc
+from kernels.iov_iter import _copy_from_iter_flushcache, _copy_mc_to_iter, copy_from_iter_flushcache
 from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
 
 SECTOR_SHIFT = 9
@@ -36,6 +38,7 @@ class PmemDevice:
     flush: object
     hardening: object = None
     badblocks: list = field(default_factory=list)
+    copy_mc: CopyMc = CopyMc()
     pfn_pad: int = 0
 
     def __post_init__(self):
@@ -96,3 +99,8 @@ def pmem_copy_from_iter(p, pmem, pgoff, addr, nbytes, i):
     if pmem.hardening is not None:
         return copy_from_iter_flushcache(p, pmem.hardening, pmem.flush, addr, nbytes, i)
     return _copy_from_iter_flushcache(p, pmem.flush, addr, nbytes, i)
+
+
+def pmem_copy_to_iter(p, pmem, pgoff, addr, nbytes, i):
+    """The dax_operations read copy (v5.10+): _copy_mc_to_iter."""
+    return _copy_mc_to_iter(p, pmem.copy_mc, addr, nbytes, i)

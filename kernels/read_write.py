@@ -1,7 +1,7 @@
-"""pwrite64(2) from the system call down to ->write_iter.
+"""pwrite64(2) and pread64(2) from the system call down to ->write_iter / ->read_iter.
 
 Follows fs/read_write.c (v5.0) `ksys_pwrite64`, `vfs_write`, `rw_verify_area`,
-`new_sync_write` and arch/x86/include/asm/uaccess.h `access_ok` (v5.0 two-argument form).
+`new_sync_write`, `ksys_pread64`, `vfs_read`, `new_sync_read` and arch/x86/include/asm/uaccess.h `access_ok` (v5.0 two-argument form).
 Errors are the kernel's negative errnos; the work of these functions (and of the system
 call entry/exit) is a declared cost the caller emits (profile [software], emu/fio.py).
 
@@ -12,7 +12,7 @@ lies inside one of the task's user ranges. The only file type is kernels/dax.py'
 """
 import errno
 
-from kernels.dax import dax_write_iter
+from kernels.dax import dax_read_iter, dax_write_iter
 from kernels.iov_iter import IovIter
 from kernels.memmap import PAGE_SIZE
 from kernels.usercopy import INT_MAX
@@ -59,3 +59,27 @@ def ksys_pwrite64(p, f, buf, count, pos, user_ranges):
     if pos < 0:
         return -errno.EINVAL
     return vfs_write(p, f, buf, count, pos, user_ranges)
+
+
+def new_sync_read(p, f, buf, count, pos):
+    """A one-segment user iovec iterator (the read's destination), then ->read_iter.
+    Returns (bytes read if no copy comes up short, the iterator: iov_iter.copied())."""
+    i = IovIter("iovec", [(buf, count)], f.stack + ITER_ON_STACK, rw="read")
+    return dax_read_iter(p, f, pos, i), i
+
+
+def vfs_read(p, f, buf, count, pos, user_ranges):
+    if not access_ok(buf, count, user_ranges):
+        return -errno.EFAULT, None
+    ret = rw_verify_area(pos, count)
+    if ret:
+        return ret, None
+    return new_sync_read(p, f, buf, min(count, MAX_RW_COUNT), pos)
+
+
+def ksys_pread64(p, f, buf, count, pos, user_ranges):
+    """pread64(fd, buf, count, pos): (bytes read or a negative errno, the iterator whose
+    copies tell, after the run, whether poison made the read short; None on an error)."""
+    if pos < 0:
+        return -errno.EINVAL, None
+    return vfs_read(p, f, buf, count, pos, user_ranges)

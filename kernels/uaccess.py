@@ -38,7 +38,7 @@ CONST_SIZES = (1, 2, 4, 8, 10, 16)  # raw_copy_*_user's constant-size switch
 SHORT_STRING = 64                   # copy_user_enhanced_fast_string: below it, no rep movsb
 
 
-def _range_cmp(addr, size):
+def range_cmp(addr, size):
     """access_ok's compare as BRANCH operands: in range iff addr + size <= TASK_SIZE_MAX."""
     return min(addr + size, TASK_SIZE_MAX + 1), TASK_SIZE_MAX + 1
 
@@ -50,7 +50,7 @@ def _in_range(addr, size):
 def access_ok(p, addr, size):
     """Is [addr, addr+size) below the user address limit? Emits the compare and branch (here
     guarding nothing; the copies guard their access with it)."""
-    p.branch(*_range_cmp(addr, size), 0)
+    p.branch(*range_cmp(addr, size), 0)
     return _in_range(addr, size)
 
 
@@ -145,7 +145,7 @@ def __copy_to_user(p, dst, src, n, const=False, erms=True):
 def copy_from_user(p, dst, src, n, const=False, erms=True):
     """access_ok, then raw_copy_from_user; what was not copied is zeroed in the kernel
     destination (_copy_from_user's memset). Returns Ret: bytes not copied."""
-    with p.guarded(*_range_cmp(src, n)):
+    with p.guarded(*range_cmp(src, n)):
         r = raw_copy_from_user(p, dst, src, n, const, erms, FLAG_EXTABLE | FLAG_ZERO_TAIL)
     if _in_range(src, n):
         return r
@@ -156,6 +156,6 @@ def copy_from_user(p, dst, src, n, const=False, erms=True):
 
 def copy_to_user(p, dst, src, n, const=False, erms=True):
     """access_ok, then raw_copy_to_user. Returns Ret: bytes not copied."""
-    with p.guarded(*_range_cmp(dst, n)):
+    with p.guarded(*range_cmp(dst, n)):
         r = raw_copy_to_user(p, dst, src, n, const, erms)
     return r if _in_range(dst, n) else Ret(None, value=n)

@@ -20,6 +20,7 @@ import numpy as np
 
 from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
+from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap
 from kernels.pmem import PmemDevice
@@ -71,7 +72,7 @@ def _regions(values):
     home = next((r for r in regions if values["media"][r["media"]]["kind"] == "dram"
                  and r["node"] == 0 and r["privilege"] == "supervisor"), None)
     if home is None or home["size_bytes"] <= 2 * USER_BYTES:
-        raise ProfileError("dax-write-usercopy needs a supervisor DRAM region on node 0 of "
+        raise ProfileError("the DAX scenarios need a supervisor DRAM region on node 0 of "
                            "more than 2 GiB")
     user = dict(home, name="user0", size_bytes=USER_BYTES, privilege="user")
     home["base"] += USER_BYTES
@@ -79,23 +80,32 @@ def _regions(values):
     return regions + [user]
 
 
-def build(profile, overrides, variant, file_size):
-    """(machine, file, user region, media of the namespace) for a variant."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
+def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc()):
+    """(machine, DAX file of `file_size` bytes on node 0's first namespace, user region,
+    media of the namespace). pmem_map "dev"|"mem": where the struct pages live; `hardened`:
+    the checked (pre-5.2) copy; `copy_mc`: the platform's machine-check-safe copy choice."""
     values = load_profile(profile, overrides or None).values
     m = Machine(profile, overrides or None, regions=_regions(values),
                 smap="smap" in values["core"]["cpu_features"])
     kinds = {n: v["kind"] for n, v in values["media"].items()}
-    mm = Memmap(list(m.regions.values()), kinds, "mem" if variant == "memmap=dram" else "dev")
+    mm = Memmap(list(m.regions.values()), kinds, pmem_map)
     namespaces = [r for r in mm.namespaces if r["node"] == 0]
     if not namespaces:
         raise ProfileError(f"profile {m.profile.name!r} has no pmem (optane or nvdimm-n) "
-                         f"region on node 0 to hold the DAX file system")
-    hard = None if variant == "bypass" else Hardening.create(mm)
-    pmem = PmemDevice.for_namespace(mm, namespaces[0], clwb_op(values), hard)
+                           f"region on node 0 to hold the DAX file system")
+    pmem = PmemDevice.for_namespace(mm, namespaces[0], clwb_op(values),
+                                    Hardening.create(mm) if hardened else None)
+    pmem.copy_mc = copy_mc
     f = DaxFile.create(mm, DaxDevice.create(mm, pmem), Bdev.create(mm), 0, file_size)
     return m, f, m.regions["user0"], namespaces[0]["media"]
+
+
+def build(profile, overrides, variant, file_size):
+    """(machine, file, user region, media of the namespace) for a variant."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
+    return dax_machine(profile, overrides, "mem" if variant == "memmap=dram" else "dev",
+                       variant != "bypass", file_size)
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
