@@ -411,6 +411,20 @@ def _architectural(S, line):
 
 
 @compiled
+def _first_use(S, lvl, line, f):
+    """A demand access hits a block with flags `f` at `lvl`: a prefetched line proved
+    useful; a line a transient load brought in is now used architecturally (not a leak).
+    Returns the block's new flags."""
+    if f & cm.F_PREFETCHED:
+        f &= ~cm.F_PREFETCHED
+        cm.count(S, lvl, cm.C_PF_USEFUL, 1)
+    if f & cm.F_TRANSIENT and not S[S_SPEC]:
+        _architectural(S, line)
+        f &= ~cm.F_TRANSIENT
+    return f
+
+
+@compiled
 def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
     memory). Returns the cycle its data is available at level `first`."""
@@ -432,11 +446,8 @@ def _walk(S, line, t0, first, kind):
         elif kind == K_STORE:
             cm.count(S, hit, cm.C_STORE_HIT, 1)
         f = cm.flags(S, b)
-        if f & cm.F_PREFETCHED and kind != K_PREFETCH:
-            cm.set_flags(S, b, f & ~cm.F_PREFETCHED)
-            cm.count(S, hit, cm.C_PF_USEFUL, 1)
-        if f & cm.F_TRANSIENT and kind != K_PREFETCH and not S[S_SPEC]:
-            _architectural(S, line)
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT) and kind != K_PREFETCH:
+            cm.set_flags(S, b, _first_use(S, hit, line, f))
         cm.touch(S, hit, b, line)
         done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
     else:
@@ -494,12 +505,8 @@ def _demand(S, line, t0, kind):
         else:
             cm.count(S, 0, cm.C_STORE_HIT, 1)
             f |= cm.F_DIRTY
-        if f & cm.F_PREFETCHED:
-            f &= ~cm.F_PREFETCHED
-            cm.count(S, 0, cm.C_PF_USEFUL, 1)
-        if f & cm.F_TRANSIENT and not S[S_SPEC]:
-            _architectural(S, line)
-            f &= ~cm.F_TRANSIENT
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):   # one test on the hit path for both
+            f = _first_use(S, 0, line, f)
         cm.set_flags(S, b, f)
         cm.touch(S, 0, b, line)
         return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
