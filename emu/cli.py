@@ -114,6 +114,11 @@ def _configure_trace(parser):
     parser.add_argument("--region", metavar="NAME",
                         help="region to map the trace into (implies --map-trace; default: the "
                              "profile's first region)")
+    parser.add_argument("--poison", action="append", default=[], type=lambda t: int(t, 0),
+                        metavar="ADDR",
+                        help="poison the memory line holding this trace address before the run "
+                             "(remapped with the trace); a load reaching it stops the run with "
+                             "an unrecoverable machine check (repeatable)")
     parser.epilog = _MAP_HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -128,18 +133,20 @@ _ONE_LINE = [int(o) for o in (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)]
 _COPIES = [int(o) for o in (Op.REP_MOVSB, Op.NT_COPY, Op.CAREFUL_COPY)]
 
 
-def map_trace_pages(ops, base, size_bytes, region="region"):
+def map_trace_pages(ops, base, size_bytes, region="region", extra=()):
     """Remap the addresses of an op array in place: the distinct 4 KiB pages touched (ranges of
-    copies and flushes included) are packed from `base` in ascending address order, keeping
-    page offsets.  Returns the number of pages used; raises CliError if they do not fit."""
+    copies and flushes included, and the addresses `extra`) are packed from `base` in
+    ascending address order, keeping page offsets.  Returns the number of pages used and the
+    remapped `extra`; raises CliError if they do not fit."""
     op = ops[:, COL_OP]
     dst = ~np.isin(op, _NO_ADDR)
     src = np.isin(op, _COPIES)
     length = np.where(np.isin(op, _ONE_LINE), 1, np.maximum(ops[:, COL_SIZE], 1))
-    starts = np.concatenate([ops[dst, COL_ADDR], ops[src, COL_SRC]])
-    ends = starts + np.concatenate([length[dst], length[src]])
+    extra = np.asarray(extra, dtype=np.int64)
+    starts = np.concatenate([ops[dst, COL_ADDR], ops[src, COL_SRC], extra])
+    ends = starts + np.concatenate([length[dst], length[src], np.ones(len(extra), np.int64)])
     if not len(starts):
-        return 0
+        return 0, extra
     first, last = starts // PAGE_BYTES, (ends - 1) // PAGE_BYTES
     order = np.argsort(first, kind="stable")
     first, last = first[order], last[order]
@@ -162,7 +169,7 @@ def map_trace_pages(ops, base, size_bytes, region="region"):
 
     ops[dst, COL_ADDR] = remap(ops[dst, COL_ADDR])
     ops[src, COL_SRC] = remap(ops[src, COL_SRC])
-    return pages
+    return pages, remap(extra)
 
 
 def _region_list(regions):
@@ -181,6 +188,7 @@ def _cmd_trace(args):
     if do_map is None:
         do_map = fmt == "lackey" or args.region is not None
     mapping = None
+    poison = args.poison
     if do_map:
         first_region = prof.values["region"][0]["name"]
         name = args.region or first_region
@@ -188,9 +196,12 @@ def _cmd_trace(args):
         if region is None:
             raise CliError(f"--region {name!r}: profile {prof.name!r} has no such region "
                            f"(regions: {', '.join(machine.regions)})")
-        pages = map_trace_pages(program.ops, region["base"], region["size_bytes"], name)
+        pages, poison = map_trace_pages(program.ops, region["base"], region["size_bytes"], name,
+                                        poison)
         mapping = {"region": name, "pages": pages, "page_bytes": PAGE_BYTES}
     try:
+        for a in poison:
+            machine.poison(int(a))
         result = machine.run(program)
     except EmuFault as e:
         hint = "" if do_map else "; --map-trace remaps a trace into one region"

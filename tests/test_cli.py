@@ -126,7 +126,7 @@ def test_map_trace_pages_keeps_offsets_order_and_spans():
     ops[3, COL_SRC] = 0x1ffeffe100              # spans pages 0x1ffeffe..0x1fff000
     base = 0x7000000
     # pages in address order: 401 402 (store straddles) 403 500 501 1ffeffe 1ffefff 1fff000
-    assert map_trace_pages(ops, base, 1 << 30) == 8
+    assert map_trace_pages(ops, base, 1 << 30)[0] == 8
     assert list(ops[:, COL_ADDR]) == [base + 0x6008, base + 0x0ffc, base + 0x7010,
                                       base + 0x3000, 0, base + 0x2000]
     assert ops[3, COL_SRC] == base + 0x5100
@@ -218,3 +218,18 @@ def test_valgrind_lackey_trace(tmp_path, capsys):
     assert r["regions"]["dram1"] == {"line_reads": 0, "line_writes": 0}
     l1d = r["levels"]["l1d"]
     assert l1d["hits"] + l1d["misses"] > 0
+
+
+def test_trace_poison_stops_at_the_load_that_consumes_it(tmp_path, capsys):
+    f = write_din(tmp_path, TEN_LOADS)
+    # op 0 loads LINES[0]; poisoning LINES[1] stops the run at op 1, its first load
+    assert_clean_error(*run_cli(capsys, "trace", str(f), "--poison", hex(LINES[1] + 3)),
+                       "unrecoverable machine check at op 1", hex(LINES[1]))
+    assert run_cli(capsys, "trace", str(f), "--poison", hex(0x20000))[0] == 0   # untouched line
+
+
+def test_trace_poison_address_is_remapped_with_the_trace(tmp_path, capsys):
+    f = write_din(tmp_path, [(0, 0x1ffefff008), (0, 0x401ff8)])
+    code, out, err = run_cli(capsys, "trace", str(f), "--map-trace", "--region", "pmem0",
+                             "--profile", "cascadelake-optane", "--poison", "0x401fc0")
+    assert code == 2 and "machine check at op 1" in err
