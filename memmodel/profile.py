@@ -103,6 +103,8 @@ _SOFTWARE = {
     "vfs_write_ns": (_NUM, True, 0),
     "fs_read_iter_ns": (_NUM, True, 0),
     "fs_write_iter_ns": (_NUM, True, 0),
+    "vhost_net_tx_ns": (_NUM, True, 0),
+    "tun_xdp_ns": (_NUM, True, 0),
 }
 _REGION = {
     "name": (_STR, False, None),

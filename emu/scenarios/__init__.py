@@ -9,10 +9,10 @@ report shows how the result moves when that value is halved and doubled: `sensit
 """
 import argparse
 
-from emu.scenarios import dax_memcpy, dax_read_copy_mc, dax_write_usercopy
+from emu.scenarios import dax_memcpy, dax_read_copy_mc, dax_write_usercopy, vhost_tx
 from memmodel.profile import load_profile
 
-SCENARIOS = {m.NAME: m for m in (dax_memcpy, dax_write_usercopy, dax_read_copy_mc)}
+SCENARIOS = {m.NAME: m for m in (dax_memcpy, dax_write_usercopy, dax_read_copy_mc, vhost_tx)}
 FACTORS = (0.5, 2.0)
 
 

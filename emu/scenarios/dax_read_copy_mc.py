@@ -23,13 +23,13 @@ in the driver's badblocks list: latent poison) and reads its block once per vari
 copy_mc variant returns a short read, the bytes before the poisoned line intact, while a
 plain memcpy of the same block stops with an unrecoverable machine check.
 """
-import argparse
 import math
 
 import numpy as np
 
 from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import MachineCheck
+from emu.scenarios.common import positive_int
 from emu.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
@@ -50,34 +50,20 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_read_ns",
              "core.freq_ghz")
 
 
-def _positive(text):
-    value = int(text, 0)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
-    return value
-
-
-def _offset(text):
-    value = int(text, 0)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative file offset, not {text}")
-    return value
-
-
 def configure(parser):
-    parser.add_argument("--bs", type=_positive, default=2 << 20,
+    parser.add_argument("--bs", type=positive_int, default=2 << 20,
                         help="bytes per read (default: %(default)s, as published)")
-    parser.add_argument("--jobs", type=_positive, default=48,
+    parser.add_argument("--jobs", type=positive_int, default=48,
                         help="identical fio jobs over the sockets (default: %(default)s, as "
                              "published)")
-    parser.add_argument("--ios", type=_positive, default=40,
+    parser.add_argument("--ios", type=positive_int, default=40,
                         help="measured reads per variant, after a tenth as many unmeasured "
                              "(default: %(default)s)")
-    parser.add_argument("--file-size", type=_positive, default=256 << 20,
+    parser.add_argument("--file-size", type=positive_int, default=256 << 20,
                         help="bytes of the file, read sequentially and wrapped (default: "
                              "%(default)s; the published 200 GB file is far larger than the LLC "
                              "either way)")
-    parser.add_argument("--poison", type=_offset, default=None, metavar="OFFSET",
+    parser.add_argument("--poison", type=lambda t: positive_int(t, minimum=0), default=None, metavar="OFFSET",
                         help="also poison the pmem line holding this byte of the file and show "
                              "what each copy returns")
 

@@ -14,12 +14,12 @@ cycles per I/O of each function. The thread gives neither block size nor job cou
 and one job are assumed. No profile value is chosen to meet the published figures (README,
 "dax-write-usercopy").
 """
-import argparse
 
 import numpy as np
 
 from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
+from emu.scenarios.common import positive_int, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap
@@ -34,7 +34,6 @@ DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
 PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
-USER_BYTES = 1 << 30
 # profile values the result follows from (see README, dax-write-usercopy)
 SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "software.fs_write_iter_ns", "media.optane.read_latency_ns",
@@ -44,40 +43,18 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "instr.sfence_cycles", "instr.mfence_cycles", "core.freq_ghz")
 
 
-def _positive(text):
-    value = int(text, 0)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
-    return value
-
-
 def configure(parser):
-    parser.add_argument("--bs", type=_positive, default=4096,
+    parser.add_argument("--bs", type=positive_int, default=4096,
                         help="bytes per write (default: %(default)s, assumed)")
-    parser.add_argument("--jobs", type=_positive, default=1,
+    parser.add_argument("--jobs", type=positive_int, default=1,
                         help="identical fio jobs; the core gets 1/N of the LLC and of media and "
                              "interconnect bandwidth (default: %(default)s, assumed)")
-    parser.add_argument("--ios", type=_positive, default=20000,
+    parser.add_argument("--ios", type=positive_int, default=20000,
                         help="measured writes per variant, after a tenth as many unmeasured "
                              "(default: %(default)s)")
-    parser.add_argument("--file-size", type=_positive, default=1 << 30,
+    parser.add_argument("--file-size", type=positive_int, default=1 << 30,
                         help="bytes of the file, written sequentially and wrapped "
                              "(default: %(default)s)")
-
-
-def _regions(values):
-    """The profile's memory map with the first 1 GiB of node 0's first DRAM region made a
-    user region (the fio process's buffer)."""
-    regions = [dict(r) for r in values["region"]]
-    home = next((r for r in regions if values["media"][r["media"]]["kind"] == "dram"
-                 and r["node"] == 0 and r["privilege"] == "supervisor"), None)
-    if home is None or home["size_bytes"] <= 2 * USER_BYTES:
-        raise ProfileError("the DAX scenarios need a supervisor DRAM region on node 0 of "
-                           "more than 2 GiB")
-    user = dict(home, name="user0", size_bytes=USER_BYTES, privilege="user")
-    home["base"] += USER_BYTES
-    home["size_bytes"] -= USER_BYTES
-    return regions + [user]
 
 
 def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc()):
@@ -85,7 +62,7 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     media of the namespace). pmem_map "dev"|"mem": where the struct pages live; `hardened`:
     the checked (pre-5.2) copy; `copy_mc`: the platform's machine-check-safe copy choice."""
     values = load_profile(profile, overrides or None).values
-    m = Machine(profile, overrides or None, regions=_regions(values),
+    m = Machine(profile, overrides or None, regions=with_user_region(values),
                 smap="smap" in values["core"]["cpu_features"])
     kinds = {n: v["kind"] for n, v in values["media"].items()}
     mm = Memmap(list(m.regions.values()), kinds, pmem_map)

@@ -1,0 +1,31 @@
+"""What several scenarios share: option parsing, the memory map of a process beside the
+kernel."""
+import argparse
+
+from memmodel.profile import ProfileError
+
+USER_BYTES = 1 << 30
+
+
+def with_user_region(values):
+    """The profile's memory map with the first GiB of node 0's first supervisor DRAM region
+    made a user region named "user0" (the user process's memory); the rest stays the
+    kernel's."""
+    regions = [dict(r) for r in values["region"]]
+    home = next((r for r in regions if values["media"][r["media"]]["kind"] == "dram"
+                 and r["node"] == 0 and r["privilege"] == "supervisor"), None)
+    if home is None or home["size_bytes"] <= 2 * USER_BYTES:
+        raise ProfileError("the scenario needs a supervisor DRAM region on node 0 of more than "
+                           "2 GiB")
+    user = dict(home, name="user0", size_bytes=USER_BYTES, privilege="user")
+    home["base"] += USER_BYTES
+    home["size_bytes"] -= USER_BYTES
+    return regions + [user]
+
+
+def positive_int(text, minimum=1):
+    """An option's integer (decimal or 0x...), at least `minimum`."""
+    value = int(text, 0)
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least {minimum}, not {text}")
+    return value

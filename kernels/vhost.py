@@ -1,0 +1,181 @@
+"""vhost-net TX: vring metadata access and the per-packet path, as emitted ops.
+
+Follows drivers/vhost/vhost.c (v5.0, blob 72343536: `vhost_get_vq_desc`, `translate_desc`,
+`vhost_add_used_n`, `vhost_signal`/`vhost_notify`, the `vhost_get_user`/`vhost_put_user`/
+`vhost_copy_*_user` accessors without an IOTLB) and drivers/vhost/net.c (`handle_tx_copy`,
+VHOST_NET_BATCH 64), as read in shared/reference/kernel-paths.md §4. Three ways to reach the
+guest's ring (a `Ring.path`):
+
+- "uaccess" (v5.0): `__get_user` / `__put_user` / `__copy_from_user` / `__copy_to_user`
+  (kernels/uaccess.py: STAC, LFENCE where the kernel has it, the access, CLAC);
+- "checked": `get_user` / `put_user` / `copy_from_user` / `copy_to_user` (access_ok with
+  address masking instead of the LFENCE);
+- "vmap" (the 2019 "access vq metadata through kernel virtual address" series): a load of
+  the ring's map pointer (`vq->maps[]`, under rcu_read_lock), then plain loads and stores
+  through the kernel mapping.
+
+Model departures: the emulator maps physical ranges, so the kernel's vmap alias of the ring
+pages is a second copy of the ring in a supervisor region (`Ring.base` is the alias for
+"vmap", the user address otherwise); the guest (virtio-user) is not emulated: its ring
+entries are written once before the run and its later writes, which would pull the lines
+back to the guest's core, are not modelled. The 16-byte descriptor read is assumed not to
+get the constant-size specialisation (kernel-paths.md §4.2: it depends on inlining). The
+per-packet work of handle_tx and of TAP + XDP is a declared cost the caller emits. Ring
+index arithmetic (free-running 16-bit indices, wrap at `num`) is done here in Python.
+"""
+from dataclasses import dataclass
+
+from kernels import uaccess as ua
+
+PATHS = ("uaccess", "vmap", "checked")
+VHOST_NET_BATCH = 64
+DESC_BYTES = 16
+USED_ELEM_BYTES = 8
+
+
+@dataclass
+class Ring:
+    """A split virtqueue of `num` entries at `base` (desc table, then the avail ring at
+    base + 4096, the used ring at base + 8192) and the host's kernel-side state: `vq` (the
+    vhost_virtqueue lines: last_avail_idx, avail_idx cache, heads), `umem` (the memory table's
+    interval tree: root and node lines), `maps` (vq->maps[] for "vmap"), `stack` (the kernel
+    stack line the descriptor is read into)."""
+    path: str
+    base: int
+    num: int
+    vq: int
+    umem: int
+    maps: int
+    stack: int
+    last_avail_idx: int = 0
+    avail_idx: int = 0
+    used_idx: int = 0
+
+    def __post_init__(self):
+        if self.path not in PATHS:
+            raise ValueError(f"path {self.path!r}: one of {', '.join(PATHS)}")
+        if self.num & (self.num - 1) or not 1 <= self.num <= 256:
+            raise ValueError(f"ring size {self.num}: a power of two up to 256 (this layout "
+                             f"gives the descriptor table one page)")
+
+    @property
+    def desc(self):
+        return self.base
+
+    @property
+    def avail(self):
+        return self.base + 4096
+
+    @property
+    def used(self):
+        return self.base + 8192
+
+    def avail_ring(self, idx):
+        return self.avail + 4 + 2 * (idx % self.num)
+
+    @property
+    def used_event(self):
+        return self.avail + 4 + 2 * self.num
+
+    def used_ring(self, idx):
+        return self.used + 4 + USED_ELEM_BYTES * (idx % self.num)
+
+
+def vhost_get_user(p, ring, addr, size):
+    """Read `size` bytes of ring metadata by the ring's path."""
+    if ring.path == "vmap":
+        p.load(ring.maps)                               # rcu_dereference(vq->maps[type])
+        p.load(addr, size, dependent=True)
+    elif ring.path == "checked":
+        ua.get_user(p, addr, size)
+    else:
+        ua.__get_user(p, addr, size)
+
+
+def vhost_put_user(p, ring, addr, value, size):
+    if ring.path == "vmap":
+        p.load(ring.maps)
+        p.store(addr, size=size, value=value)
+    elif ring.path == "checked":
+        ua.put_user(p, addr, value, size)
+    else:
+        ua.__put_user(p, addr, value, size)
+
+
+def _vhost_copy(p, ring, dst, src, n, to_user):
+    if ring.path == "vmap":                             # memcpy through the kernel mapping
+        p.load(ring.maps)
+        if n < ua.SHORT_STRING:
+            p.careful_copy(dst, src, n)
+        else:
+            p.rep_movsb(dst, src, n)
+    elif ring.path == "checked":
+        (ua.copy_to_user if to_user else ua.copy_from_user)(p, dst, src, n)
+    else:
+        (ua.__copy_to_user if to_user else ua.__copy_from_user)(p, dst, src, n)
+
+
+def vhost_copy_from_user(p, ring, dst, src, n):
+    _vhost_copy(p, ring, dst, src, n, False)
+
+
+def vhost_copy_to_user(p, ring, dst, src, n):
+    _vhost_copy(p, ring, dst, src, n, True)
+
+
+def translate_desc(p, ring):
+    """Guest address -> host iovec: an interval-tree lookup in the memory table (kernel
+    memory: the root, then one node for a table of few regions), one iovec written."""
+    p.load(ring.umem)
+    p.load(ring.umem + 64, dependent=True)
+    p.store(ring.vq + 128, size=16, value=0)           # vq->iov[0]
+
+
+def vhost_get_vq_desc(p, ring):
+    """Fetch the next available descriptor; returns its head index. The avail index is read
+    only when the cached copy is used up (the guest is assumed to keep the ring full:
+    one read gives a batch's worth)."""
+    with p.function("vhost_get_vq_desc"):
+        p.load(ring.vq, 8)                              # last_avail_idx, cached avail_idx
+        if ring.last_avail_idx == ring.avail_idx:
+            vhost_get_user(p, ring, ring.avail + 2, 2)  # avail->idx; then smp_rmb()
+            ring.avail_idx = ring.last_avail_idx + VHOST_NET_BATCH
+        head = ring.last_avail_idx % ring.num
+        vhost_get_user(p, ring, ring.avail_ring(ring.last_avail_idx), 2)
+        vhost_copy_from_user(p, ring, ring.stack, ring.desc + DESC_BYTES * head, DESC_BYTES)
+        with p.function("translate_desc"):
+            translate_desc(p, ring)
+        ring.last_avail_idx += 1
+        p.store(ring.vq, size=2, value=ring.last_avail_idx & 0xFFFF)
+    return head
+
+
+def vhost_add_used_n(p, ring, heads):
+    """Write the used elements (one __copy_to_user of 8 B each, split at the wrap), then
+    smp_wmb() (a compiler barrier on x86) and used->idx."""
+    with p.function("vhost_add_used_n"):
+        start, count = ring.used_idx % ring.num, len(heads)
+        first = min(count, ring.num - start)
+        vhost_copy_to_user(p, ring, ring.used_ring(ring.used_idx), ring.vq + 256,
+                           first * USED_ELEM_BYTES)
+        if count > first:
+            vhost_copy_to_user(p, ring, ring.used_ring(0), ring.vq + 256 + first * 8,
+                               (count - first) * USED_ELEM_BYTES)
+        ring.used_idx += count
+        vhost_put_user(p, ring, ring.used + 2, ring.used_idx & 0xFFFF, 2)
+
+
+def vhost_signal(p, ring):
+    """vhost_notify: smp_mb() (a locked add; MFENCE here, the ISA's full barrier), then the
+    guest's used_event (EVENT_IDX). A polling guest (virtio-user) is assumed not to need the
+    eventfd signal."""
+    with p.function("vhost_signal"):
+        p.mfence()
+        vhost_get_user(p, ring, ring.used_event, 2)
+
+
+def copyin(p, dst, src, n):
+    """lib/iov_iter.c copyin: access_ok, then raw_copy_from_user (the packet payload; a
+    user copy on every path: the vmap series changed the metadata accessors only)."""
+    with p.guarded(*ua.range_cmp(src, n)):
+        ua.raw_copy_from_user(p, dst, src, n)

@@ -1,0 +1,96 @@
+"""vhost-net TX metadata access (kernels/vhost.py) and the vhost-tx scenario.
+
+Expected sequences are the kernel's (kernel-paths.md §4.2-4.3, written out by hand): per
+packet the avail ring entry (2 B), the descriptor (16 B) and translate_desc; per batch the
+avail index, the used elements, used->idx, smp_mb and used_event."""
+import json
+
+import pytest
+
+from emu.cli import main
+from emu.scenarios import vhost_tx
+from isa import Op, Program
+from kernels import vhost
+
+RING = dict(base=0x1000000, num=256, vq=0x100, umem=0x200, maps=0x300, stack=0x400)
+DESC_FETCH = {   # vhost_get_vq_desc of a packet whose avail index is cached
+    "uaccess": ["LOAD",                                     # vq->last_avail_idx
+                "STAC", "LFENCE", "LOAD", "CLAC",           # __get_user(avail->ring[i])
+                "STAC", "CAREFUL_COPY", "CLAC",             # __copy_from_user(desc, 16)
+                "LOAD", "LOAD", "STORE",                    # translate_desc
+                "STORE"],                                   # last_avail_idx++
+    "vmap": ["LOAD", "LOAD", "LOAD", "LOAD", "CAREFUL_COPY", "LOAD", "LOAD", "STORE", "STORE"],
+    "checked": ["LOAD", "BRANCH", "INDEX_MASK", "STAC", "LOAD", "CLAC",
+                "BRANCH", "STAC", "CAREFUL_COPY", "CLAC", "LOAD", "LOAD", "STORE", "STORE"],
+}
+
+
+def names(p):
+    return [Op(o).name for o in p.ops[:, 0] if o != Op.SITE]
+
+
+@pytest.mark.parametrize("path", vhost.PATHS)
+def test_descriptor_fetch_sequence(path):
+    ring = vhost.Ring(path, **RING)
+    ring.avail_idx = 5                      # the cached avail index still has packets
+    p = Program()
+    assert vhost.vhost_get_vq_desc(p, ring) == 0
+    assert names(p) == DESC_FETCH[path]
+    assert ring.last_avail_idx == 1
+
+
+def test_avail_index_is_read_once_a_batch():
+    ring = vhost.Ring("uaccess", **RING)
+    p = Program()
+    for _ in range(vhost.VHOST_NET_BATCH + 1):
+        vhost.vhost_get_vq_desc(p, ring)
+    lfences = names(p).count("LFENCE")
+    # one __get_user of avail->idx per batch, one of the ring entry per packet
+    assert lfences == (vhost.VHOST_NET_BATCH + 1) + 2
+
+
+def test_completion_sequence_splits_at_the_wrap():
+    ring = vhost.Ring("uaccess", **RING)
+    ring.used_idx = 250
+    p = Program()
+    vhost.vhost_add_used_n(p, ring, list(range(10)))
+    vhost.vhost_signal(p, ring)
+    assert names(p) == ["STAC", "CAREFUL_COPY", "CLAC",        # 6 elements to the end
+                        "STAC", "CAREFUL_COPY", "CLAC",        # 4 from the start
+                        "STAC", "STORE", "CLAC",               # __put_user(used->idx)
+                        "MFENCE", "STAC", "LFENCE", "LOAD", "CLAC"]   # used_event
+    assert [int(n) for n in p.ops[p.ops[:, 0] == Op.CAREFUL_COPY, 2]] == [48, 32]
+
+
+@pytest.mark.parametrize("variant", ["smap=on,path=uaccess", "smap=on,path=vmap",
+                                     "smap=off,path=checked"])
+def test_one_packet_moves_the_descriptor_and_the_payload(variant):
+    m, ring, bufs, frags = vhost_tx.build("broadwell-ddr4", {}, variant)
+    m.write(bufs + 3 * vhost_tx.BUF_STRIDE, bytes(range(64)))
+    ring.last_avail_idx = ring.avail_idx = 3
+    m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH, 64))
+    # the batch used heads 3..66; the last descriptor (addr, len) read sits in the stack line
+    desc = m.read(ring.stack, 16)
+    assert int.from_bytes(desc[:8], "little") == bufs + 66 * vhost_tx.BUF_STRIDE
+    assert int.from_bytes(desc[8:12], "little") == 64
+    assert m.read(frags, 64) == bytes(range(64))          # packet 0 = head 3's payload
+    assert ring.used_idx == vhost.VHOST_NET_BATCH
+    assert [int.from_bytes(m.read(ring.used_ring(k), 4), "little") for k in (0, 63)] == [3, 66]
+    assert m.read(ring.used_ring(0) - 2, 2) == (64).to_bytes(2, "little")   # used->idx
+
+
+def test_scenario_json_names_and_order(capsys):
+    assert main(["run", "vhost-tx", "--packets", "128", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    v = out["variants"]
+    assert out["scenario"] == "vhost-tx" and list(v) == list(vhost_tx.VARIANTS)
+    assert set(vhost_tx.VARIANTS) == {f"smap={s},path={p}" for s in ("on", "off")
+                                      for p in ("uaccess", "vmap", "checked")}
+    for s in ("on", "off"):
+        # vmap: no STAC/CLAC/LFENCE or checks on the metadata; fastest of the three
+        assert v[f"smap={s},path=vmap"]["mpps"] >= v[f"smap={s},path=uaccess"]["mpps"]
+        assert v[f"smap={s},path=vmap"]["mpps"] >= v[f"smap={s},path=checked"]["mpps"]
+    for path in vhost.PATHS:   # SMAP only adds the STAC/CLAC costs
+        assert v[f"smap=on,path={path}"]["ns_per_packet"] > v[f"smap=off,path={path}"]["ns_per_packet"]
+    d = v["smap=on,path=uaccess"]
+    assert d["mpps"] == pytest.approx(1e3 / d["ns_per_packet"])
