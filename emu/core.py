@@ -235,7 +235,7 @@ def _mem_write(S, line, mask, t, pkind):
     return acc
 
 
-@compiled
+@inlined
 def _pq_push(S, line, mask, pkind):
     """Queue a write for the persistence domain; the run loop empties the queue after
     every op (or line of a bulk op). A count above PQ_ENTRIES reports an internal error."""
@@ -248,7 +248,7 @@ def _pq_push(S, line, mask, pkind):
     S[S_PQ_COUNT] = n + 1
 
 
-@compiled
+@inlined
 def _snapshot_at(j):
     """(frame, offset) of pending snapshot j in the reserved frames."""
     return (j * 64) // mm.PAGE_BYTES, (j * 64) % mm.PAGE_BYTES
@@ -312,7 +312,7 @@ def _apply_pending(S, pt, frames):
         S[S_PEND_COUNT] -= 1
 
 
-@compiled
+@inlined
 def _eadr_store(S, dst, n):
     """Under eADR the caches are in the persistence domain: a cached store is durable."""
     if mm.persistence(S, dst) == mm.P_EADR:
@@ -320,7 +320,7 @@ def _eadr_store(S, dst, n):
             _pq_push(S, line, FULL_MASK, PK_NOW)
 
 
-@compiled
+@inlined
 def _mem_read(S, line, t):
     addr = line << 6
     r = mm.find_region(S, addr)
@@ -358,19 +358,20 @@ def _evicted(S, lvl, vline, vdirty, t):
         if lvl >= nlev:
             _mem_write(S, vline, FULL_MASK, t, PK_NOW)
             return
-        b = cm.lookup(S, lvl, vline)
+        i0 = cm.set_start(S, lvl, vline)
+        b = cm.find(S, lvl, i0, vline)
         if b >= 0:
             cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
             cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
-            cm.touch(S, lvl, b, vline)
+            cm.touch(S, lvl, i0, b)
             return
         cm.count(S, lvl, cm.C_WB_IN_MISS, 1)
-        b, vline, vdirty = cm.fill(S, lvl, vline, t, cm.F_DIRTY)
+        b, vline, vdirty = cm.fill(S, lvl, i0, vline, t, cm.F_DIRTY)
 
 
 @inlined
-def _install(S, lvl, line, ready, flg):
-    b, vline, vdirty = cm.fill(S, lvl, line, ready, flg)
+def _install(S, lvl, i0, line, ready, flg):
+    b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
     if vline != cm.INVALID:
         _evicted(S, lvl, vline, vdirty, ready)
     return b
@@ -383,8 +384,11 @@ def _walk(S, line, t0, first, kind):
     nlev = S[T_LEVELS]
     hit = nlev
     b = -1
+    i0, i0_above = -1, -1   # line's set at the level looked up last and at the one before
     for lvl in range(first, nlev):
-        b = cm.lookup(S, lvl, line)
+        i0_above = i0
+        i0 = cm.set_start(S, lvl, line)
+        b = cm.find(S, lvl, i0, line)
         if b >= 0:
             hit = lvl
             break
@@ -401,15 +405,16 @@ def _walk(S, line, t0, first, kind):
         if f & cm.F_PREFETCHED and kind != K_PREFETCH:
             cm.set_flags(S, b, f & ~cm.F_PREFETCHED)
             cm.count(S, hit, cm.C_PF_USEFUL, 1)
-        cm.touch(S, hit, b, line)
+        cm.touch(S, hit, i0, b)
         done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
+        i0 = i0_above
     else:
         if kind != K_PREFETCH:
             _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
     flg = cm.F_PREFETCHED if kind == K_PREFETCH else 0
-    for lvl in range(hit - 1, first - 1, -1):
-        _install(S, lvl, line, done, flg)
+    for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
+        _install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done, flg)
         if flg:
             cm.count(S, lvl, cm.C_PF_FILL, 1)
     return done
@@ -450,7 +455,8 @@ def _prefetch(S, lvl, pf, line, t0):
 def _demand(S, line, t0, kind):
     """A demand load or store (RFO) of one line issued at t0. Returns the data-ready cycle;
     marks the L1 copy dirty for stores."""
-    b = cm.lookup(S, 0, line)
+    i0 = cm.set_start(S, 0, line)
+    b = cm.find(S, 0, i0, line)
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
@@ -462,7 +468,7 @@ def _demand(S, line, t0, kind):
             f &= ~cm.F_PREFETCHED
             cm.count(S, 0, cm.C_PF_USEFUL, 1)
         cm.set_flags(S, b, f)
-        cm.touch(S, 0, b, line)
+        cm.touch(S, 0, i0, b)
         return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
     return _demand_miss(S, line, t0, kind)
 
@@ -483,7 +489,7 @@ def _demand_miss(S, line, t0, kind):
         _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
     S[S[H_LFB] + i] = done
-    _install(S, 0, line, done, cm.F_DIRTY if kind == K_STORE else 0)
+    _install(S, 0, cm.set_start(S, 0, line), line, done, cm.F_DIRTY if kind == K_STORE else 0)
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
@@ -492,18 +498,19 @@ def _demand_miss(S, line, t0, kind):
 @compiled
 def _own_line(S, line, t):
     """Gain a whole line for writing without reading it (fast-string no-RFO store)."""
-    b = cm.lookup(S, 0, line)
+    i0 = cm.set_start(S, 0, line)
+    b = cm.find(S, 0, i0, line)
     if b >= 0:
         cm.count(S, 0, cm.C_STORE_HIT, 1)
         cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
-        cm.touch(S, 0, b, line)
+        cm.touch(S, 0, i0, b)
         return
     cm.count(S, 0, cm.C_STORE_MISS, 1)
     for lvl in range(1, S[T_LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:
             cm.invalidate(S, lvl, j)
-    _install(S, 0, line, t, cm.F_DIRTY)
+    _install(S, 0, i0, line, t, cm.F_DIRTY)
 
 
 # ---------------------------------------------------------------- op handlers
@@ -522,14 +529,14 @@ def _load(S, addr, size, dependent):
     _rob_push(S, done)
 
 
-@compiled
+@inlined
 def _store_line(S, line):
     now = S[S_NOW]
     ready = _demand(S, line, now, K_STORE)
     _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
 
 
-@compiled
+@inlined
 def _store(S, addr, size):
     first = addr >> 6
     last = (addr + size - 1) >> 6
@@ -539,7 +546,7 @@ def _store(S, addr, size):
     _issue(S, 1)
 
 
-@compiled
+@inlined
 def _evict_everywhere(S, line, keep):
     """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
     dirty = 0
@@ -554,7 +561,7 @@ def _evict_everywhere(S, line, keep):
     return dirty
 
 
-@compiled
+@inlined
 def _wc_drain(S, i, t):
     """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
     o = S[H_WC] + 4 * i
@@ -822,7 +829,7 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     return True
 
 
-@compiled
+@inlined
 def _store_data(S, pt, frames, ops, data, i, addr, size):
     if ops[i, COL_DATA] >= 0:
         mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
