@@ -372,7 +372,8 @@ def _evicted(S, lvl, vline, vdirty, t):
 @inlined
 def _install(S, lvl, i0, line, ready, flg):
     b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
-    if vline != cm.INVALID:
+    # a clean victim has nothing to do below, unless an inclusive LLC evicted it
+    if vline != cm.INVALID and (vdirty or (lvl == S[T_LEVELS] - 1 and S[T_INCLUSIVE])):
         _evicted(S, lvl, vline, vdirty, ready)
     return b
 
@@ -495,7 +496,7 @@ def _demand_miss(S, line, t0, kind):
     return done
 
 
-@compiled
+@inlined
 def _own_line(S, line, t):
     """Gain a whole line for writing without reading it (fast-string no-RFO store)."""
     i0 = cm.set_start(S, 0, line)
@@ -574,7 +575,7 @@ def _wc_drain(S, i, t):
     return acc
 
 
-@compiled
+@inlined
 def _movnt_bytes(S, addr, size):
     """Non-temporal store of `size` bytes within one line through a WC buffer."""
     line = addr >> 6
@@ -623,7 +624,7 @@ def _wc_drain_all(S):
     return latest
 
 
-@compiled
+@inlined
 def _flush(S, line, kind):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence)."""
     now = S[S_NOW]
