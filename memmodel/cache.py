@@ -6,7 +6,7 @@ touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import compiled, host_prefetch, inlined
+from memmodel.jit import host_prefetch, inlined
 from memmodel.layout import H_CCNT, H_FLAGS, H_LV, H_READY, H_REPL, H_TAGS
 from memmodel.policies import POLICY_IDS, fifo, lru, plru
 from memmodel.policies import random as rnd
