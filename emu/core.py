@@ -253,7 +253,7 @@ def _mem_write(S, line, mask, t, pkind):
     return acc
 
 
-@compiled
+@inlined
 def _pq_push(S, line, mask, pkind):
     """Queue a write for the persistence domain; the run loop empties the queue after
     every op (or line of a bulk op). A count above PQ_ENTRIES reports an internal error."""
@@ -266,7 +266,7 @@ def _pq_push(S, line, mask, pkind):
     S[S_PQ_COUNT] = n + 1
 
 
-@compiled
+@inlined
 def _snapshot_at(j):
     """(frame, offset) of pending snapshot j in the reserved frames."""
     return (j * 64) // mm.PAGE_BYTES, (j * 64) % mm.PAGE_BYTES
@@ -330,7 +330,7 @@ def _apply_pending(S, pt, frames):
         S[S_PEND_COUNT] -= 1
 
 
-@compiled
+@inlined
 def _eadr_store(S, dst, n):
     """Under eADR the caches are in the persistence domain: a cached store is durable."""
     if mm.persistence(S, dst) == mm.P_EADR:
@@ -338,7 +338,7 @@ def _eadr_store(S, dst, n):
             _pq_push(S, line, FULL_MASK, PK_NOW)
 
 
-@compiled
+@inlined
 def _mem_read(S, line, t):
     addr = line << 6
     r = mm.find_region(S, addr)
@@ -376,20 +376,22 @@ def _evicted(S, lvl, vline, vdirty, t):
         if lvl >= nlev:
             _mem_write(S, vline, FULL_MASK, t, PK_NOW)
             return
-        b = cm.lookup(S, lvl, vline)
+        i0 = cm.set_start(S, lvl, vline)
+        b = cm.find(S, lvl, i0, vline)
         if b >= 0:
             cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
             cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
-            cm.touch(S, lvl, b, vline)
+            cm.touch(S, lvl, i0, b)
             return
         cm.count(S, lvl, cm.C_WB_IN_MISS, 1)
-        b, vline, vdirty = cm.fill(S, lvl, vline, t, cm.F_DIRTY)
+        b, vline, vdirty = cm.fill(S, lvl, i0, vline, t, cm.F_DIRTY)
 
 
 @inlined
-def _install(S, lvl, line, ready, flg):
-    b, vline, vdirty = cm.fill(S, lvl, line, ready, flg)
-    if vline != cm.INVALID:
+def _install(S, lvl, i0, line, ready, flg):
+    b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
+    # a clean victim has nothing to do below, unless an inclusive LLC evicted it
+    if vline != cm.INVALID and (vdirty or (lvl == S[T_LEVELS] - 1 and S[T_INCLUSIVE])):
         _evicted(S, lvl, vline, vdirty, ready)
     return b
 
@@ -431,8 +433,11 @@ def _walk(S, line, t0, first, kind):
     nlev = S[T_LEVELS]
     hit = nlev
     b = -1
+    i0, i0_above = -1, -1   # line's set at the level looked up last and at the one before
     for lvl in range(first, nlev):
-        b = cm.lookup(S, lvl, line)
+        i0_above = i0
+        i0 = cm.set_start(S, lvl, line)
+        b = cm.find(S, lvl, i0, line)
         if b >= 0:
             hit = lvl
             break
@@ -448,15 +453,16 @@ def _walk(S, line, t0, first, kind):
         f = cm.flags(S, b)
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT) and kind != K_PREFETCH:
             cm.set_flags(S, b, _first_use(S, hit, line, f))
-        cm.touch(S, hit, b, line)
+        cm.touch(S, hit, i0, b)
         done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
+        i0 = i0_above
     else:
         if kind != K_PREFETCH:
             _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
     flg = cm.F_PREFETCHED if kind == K_PREFETCH else _spec_flag(S, hit == nlev)
-    for lvl in range(hit - 1, first - 1, -1):
-        _install(S, lvl, line, done, flg)
+    for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
+        _install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done, flg)
         if flg:
             cm.count(S, lvl, cm.C_PF_FILL, 1)
     return done
@@ -497,7 +503,8 @@ def _prefetch(S, lvl, pf, line, t0):
 def _demand(S, line, t0, kind):
     """A demand load or store (RFO) of one line issued at t0. Returns the data-ready cycle;
     marks the L1 copy dirty for stores."""
-    b = cm.lookup(S, 0, line)
+    i0 = cm.set_start(S, 0, line)
+    b = cm.find(S, 0, i0, line)
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
@@ -508,7 +515,7 @@ def _demand(S, line, t0, kind):
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):   # one test on the hit path for both
             f = _first_use(S, 0, line, f)
         cm.set_flags(S, b, f)
-        cm.touch(S, 0, b, line)
+        cm.touch(S, 0, i0, b)
         return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
     return _demand_miss(S, line, t0, kind)
 
@@ -533,27 +540,29 @@ def _demand_miss(S, line, t0, kind):
         done = _mem_read(S, line, t0)
         spec = _spec_flag(S, True)
     S[S[H_LFB] + i] = done
-    _install(S, 0, line, done, (cm.F_DIRTY if kind == K_STORE else 0) | spec)
+    _install(S, 0, cm.set_start(S, 0, line), line, done,
+             (cm.F_DIRTY if kind == K_STORE else 0) | spec)
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
 
 
-@compiled
+@inlined
 def _own_line(S, line, t):
     """Gain a whole line for writing without reading it (fast-string no-RFO store)."""
-    b = cm.lookup(S, 0, line)
+    i0 = cm.set_start(S, 0, line)
+    b = cm.find(S, 0, i0, line)
     if b >= 0:
         cm.count(S, 0, cm.C_STORE_HIT, 1)
         cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~cm.F_TRANSIENT)
-        cm.touch(S, 0, b, line)
+        cm.touch(S, 0, i0, b)
         return
     cm.count(S, 0, cm.C_STORE_MISS, 1)
     for lvl in range(1, S[T_LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:
             cm.invalidate(S, lvl, j)
-    _install(S, 0, line, t, cm.F_DIRTY)
+    _install(S, 0, i0, line, t, cm.F_DIRTY)
 
 
 # ---------------------------------------------------------------- op handlers
@@ -572,14 +581,14 @@ def _load(S, addr, size, dependent):
     _rob_push(S, done)
 
 
-@compiled
+@inlined
 def _store_line(S, line):
     now = S[S_NOW]
     ready = _demand(S, line, now, K_STORE)
     _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
 
 
-@compiled
+@inlined
 def _store(S, addr, size):
     first = addr >> 6
     last = (addr + size - 1) >> 6
@@ -589,7 +598,7 @@ def _store(S, addr, size):
     _issue(S, 1)
 
 
-@compiled
+@inlined
 def _evict_everywhere(S, line, keep):
     """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
     dirty = 0
@@ -604,7 +613,7 @@ def _evict_everywhere(S, line, keep):
     return dirty
 
 
-@compiled
+@inlined
 def _wc_drain(S, i, t):
     """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
     o = S[H_WC] + 4 * i
@@ -617,7 +626,7 @@ def _wc_drain(S, i, t):
     return acc
 
 
-@compiled
+@inlined
 def _movnt_bytes(S, addr, size):
     """Non-temporal store of `size` bytes within one line through a WC buffer."""
     line = addr >> 6
@@ -666,7 +675,7 @@ def _wc_drain_all(S):
     return latest
 
 
-@compiled
+@inlined
 def _flush(S, line, kind):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence)."""
     now = S[S_NOW]
@@ -949,7 +958,7 @@ def _fixup(S, pt, frames, ops, i, ok, res):
     S[S_FAULT] = ST_OK
 
 
-@compiled
+@inlined
 def _store_data(S, pt, frames, ops, data, i, addr, size):
     if ops[i, COL_DATA] >= 0:
         mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)

@@ -62,6 +62,8 @@ def remap_sites(ops, names, ids, id_names):
     """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
     `ids` (name -> id), adding unknown names to it and to the list `id_names`. Returns a
     copy of ops if any row changed, else ops itself."""
+    if not names:  # a program without site names has no (valid) SITE rows: skip the scan
+        return ops
     rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0]
     if not len(rows):
         return ops

@@ -6,7 +6,7 @@ touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import compiled, host_prefetch, inlined
+from memmodel.jit import host_prefetch, inlined
 from memmodel.layout import H_CCNT, H_FLAGS, H_LV, H_READY, H_REPL, H_TAGS
 from memmodel.policies import POLICY_IDS, fifo, lru, plru
 from memmodel.policies import random as rnd
@@ -82,14 +82,19 @@ def set_start(S, lvl, line):
 
 
 @inlined
-def lookup(S, lvl, line):
-    """Block index holding `line` at level `lvl`, or -1."""
-    i0 = set_start(S, lvl, line)
+def find(S, lvl, i0, line):
+    """Block index holding `line` in the set whose first way is block `i0`, or -1."""
     t = S[H_TAGS] + i0
     for w in range(S[S[H_LV] + lvl * N_LV + LV_WAYS]):
         if S[t + w] == line:
             return i0 + w
     return -1
+
+
+@inlined
+def lookup(S, lvl, line):
+    """Block index holding `line` at level `lvl`, or -1."""
+    return find(S, lvl, set_start(S, lvl, line), line)
 
 
 @inlined
@@ -123,9 +128,8 @@ def set_flags(S, b, f):
 
 
 @inlined
-def touch(S, lvl, b, line):
-    """Replacement update for a hit on block `b`."""
-    i0 = set_start(S, lvl, line)
+def touch(S, lvl, i0, b):
+    """Replacement update for a hit on block `b` of the set starting at block `i0`."""
     o = S[H_LV] + lvl * N_LV
     S[o + LV_STAMP] += 1
     r0 = S[H_REPL] + i0
@@ -159,11 +163,11 @@ def _victim_way(S, lvl, i0):
     return rnd.victim(S, r0, ways, o + LV_RNG)
 
 
-@compiled
-def fill(S, lvl, line, at, flg):
-    """Install `line` at `lvl` (it must not be present) with data ready at cycle `at` and
-    flags `flg`. Returns (block index, evicted line or INVALID, whether it was dirty)."""
-    i0 = set_start(S, lvl, line)
+@inlined
+def fill(S, lvl, i0, line, at, flg):
+    """Install `line` in its set at `lvl`, starting at block `i0` (it must not be present),
+    with data ready at cycle `at` and flags `flg`. Returns (block index, evicted line or
+    INVALID, whether it was dirty)."""
     way = _victim_way(S, lvl, i0)
     b = i0 + way
     old = S[S[H_TAGS] + b]
@@ -191,7 +195,7 @@ def fill(S, lvl, line, at, flg):
     return b, old, old_dirty
 
 
-@compiled
+@inlined
 def invalidate(S, lvl, b):
     """Drop block `b`; returns whether it was dirty."""
     was_dirty = S[S[H_FLAGS] + b] & F_DIRTY

@@ -173,7 +173,7 @@ def _xp_slot(S, p, row, xpl, m, stamp):
     return x + slot, occ, False
 
 
-@compiled
+@inlined
 def read(S, m, addr, t0, remote, stamp):
     """A 64-byte read of media `m` by a load that started at cycle t0; returns the cycle
     its data is back (idle: t0 + the media's load-to-use latency)."""
@@ -210,7 +210,7 @@ def read(S, m, addr, t0, remote, stamp):
     return done
 
 
-@compiled
+@inlined
 def write(S, m, addr, nbytes, t0, remote, stamp):
     """A posted write of `nbytes` (<= 64, one line) issued at t0; returns the cycle the
     memory controller accepts it (enters the WPQ, the ADR persistence domain)."""

@@ -114,7 +114,7 @@ def find_region(S, addr):
     return -1
 
 
-@compiled
+@inlined
 def _chunk_slot(S, addr):
     """Offset in S of the directory entry for `addr`'s 2 MiB chunk (addr must be mapped)."""
     r = find_region(S, addr)
@@ -122,7 +122,7 @@ def _chunk_slot(S, addr):
     return S[H_CHUNK_DIR] + S[o + RG_DIR] + ((addr - S[o + RG_BASE]) >> CHUNK_SHIFT)
 
 
-@compiled
+@inlined
 def frame_of(S, pt, addr):
     """Frame index of the page holding mapped `addr`, or -1 if never touched."""
     d = S[_chunk_slot(S, addr)]
@@ -143,7 +143,7 @@ def unmapped_in(S, start, end):
     return -1
 
 
-@compiled
+@inlined
 def durable_frame_of(S, pt, addr):
     """Frame of the durable image of `addr`'s page (persistent regions), or -1."""
     d = S[_chunk_slot(S, addr)]
@@ -284,9 +284,12 @@ def write_bytes(S, pt, frames, dst, data, off, n):
         done += k
 
 
-@compiled
+@inlined
 def write_imm(S, pt, frames, dst, imm, n):
     """Store the n (<= 64) little-endian bytes of imm (zero beyond 8 bytes) at dst."""
+    if n == 8 and dst & 7 == 0:  # an aligned word: one 8-byte store (the host is little-endian)
+        frames[frame_of(S, pt, dst)].view(np.int64)[(dst & (PAGE_BYTES - 1)) >> 3] = imm
+        return
     done = 0
     while done < n:  # one page-table walk per page touched, not per byte
         d = dst + done
@@ -299,7 +302,7 @@ def write_imm(S, pt, frames, dst, imm, n):
         done += k
 
 
-@compiled
+@inlined
 def persist_bytes(S, pt, frames, line, mask, src_frame, src_off):
     """Make the bytes of `line` selected by `mask` (bit i = byte i) durable, taking them
     from frames[src_frame, src_off:src_off+64]."""
