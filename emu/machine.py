@@ -79,35 +79,6 @@ class CrashImage:
     def __init__(self, pages, regions):
         self.pages, self.regions = pages, regions
 
-    def poison(self, addr, on=True):
-        """Poison (on=False: heal) the 64-byte media line holding `addr`, as error injection
-        does: cached copies are dropped first by a timed CLFLUSH + MFENCE (written back if
-        dirty), so the next access reads the media. Loads and copy sources that reach it
-        raise MachineCheck unless the op is machine-check safe (FLAG_MCSAFE), which stops at
-        the line instead."""
-        self._check_mapped(addr, 1)
-        need = np.zeros(2, dtype=np.int64)
-        mm.missing_pages(self.S, self.pt, addr, addr + 1, need)
-        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
-        mm.map_pages(self.S, self.pt, addr, addr + 1)
-        self.run(Program().clflush(addr).mfence())
-        self.S[st.S_POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
-        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # poisoned memory: no fast path
-
-    def transient_lines(self):
-        """Lines brought into the caches from memory by transient (mispredicted) loads and
-        not used architecturally since, still cached somewhere: what a flush+reload
-        attacker would see appear."""
-        return sorted(set().union(*(cm.lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
-                                    for lvl in range(len(self.level_names)))))
-
-    def cached(self, addr):
-        """Name of the highest cache level holding `addr`'s line, or None."""
-        for lvl, name in enumerate(self.level_names):
-            if cm.lookup(self.S, lvl, addr >> 6) >= 0:
-                return name
-        return None
-
     def read(self, addr, n):
         """Bytes at [addr, addr+n) of a persistent region; never-written bytes are zero."""
         if not any(r["base"] <= addr and addr + n <= r["base"] + r["size_bytes"]
@@ -284,7 +255,13 @@ class Machine:
         mm.missing_pages(self.S, self.pt, addr, addr + 1, need)
         self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
         mm.map_pages(self.S, self.pt, addr, addr + 1)
-        self.run(Program().clflush(addr).mfence())
+        mode, ac = self.mode, self.S[st.S_AC]
+        self.mode = "kernel"          # out of band: no privilege or SMAP check applies
+        self.S[st.S_AC] = 1
+        try:
+            self.run(Program().clflush(addr).mfence())
+        finally:
+            self.mode, self.S[st.S_AC] = mode, ac
         self.S[st.S_POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
         self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # poisoned memory: no fast path
 

@@ -111,20 +111,20 @@ def dax_direct_access(p, dax, pgoff, nr_pages):
     return (avail, kaddr) if avail < 0 else (min(avail, nr_pages), kaddr)
 
 
-def dax_copy_from_iter(p, dax, pgoff, addr, nbytes, i):
+def _dax_copy(p, dax, copy, pgoff, addr, nbytes, i):
     p.load(dax.addr)                                    # dax_alive
     if not dax.alive:
         return 0
-    p.load(dax.ops_table, dependent=True)               # ->copy_from_iter
-    return pmem_copy_from_iter(p, dax.pmem, pgoff, addr, nbytes, i)
+    p.load(dax.ops_table, dependent=True)               # ->copy_from_iter / ->copy_to_iter
+    return copy(p, dax.pmem, pgoff, addr, nbytes, i)
+
+
+def dax_copy_from_iter(p, dax, pgoff, addr, nbytes, i):
+    return _dax_copy(p, dax, pmem_copy_from_iter, pgoff, addr, nbytes, i)
 
 
 def dax_copy_to_iter(p, dax, pgoff, addr, nbytes, i):
-    p.load(dax.addr)                                    # dax_alive
-    if not dax.alive:
-        return 0
-    p.load(dax.ops_table, dependent=True)               # ->copy_to_iter
-    return pmem_copy_to_iter(p, dax.pmem, pgoff, addr, nbytes, i)
+    return _dax_copy(p, dax, pmem_copy_to_iter, pgoff, addr, nbytes, i)
 
 
 def dax_iomap_sector(iomap, pos):

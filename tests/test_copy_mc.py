@@ -98,3 +98,16 @@ def test_bug_variant_copies_twice():
     two = Machine("cascadelake-optane").run(p2)
     assert two.cycles > one.cycles
     assert sum(p2.ops[:, 2]) == 2 * sum(p1.ops[:, 2])
+
+
+def test_poisoning_a_user_page_needs_no_stac():
+    regions = [dict(name="k", base=0, size_bytes=1 << 24, media="dram", node=0),
+               dict(name="u", base=1 << 24, size_bytes=1 << 20, media="dram", node=0,
+                    privilege="user")]
+    for mode in ("kernel", "user"):
+        m = Machine("skylake-ddr4", regions=regions, smap=True, mode=mode)
+        m.poison((1 << 24) + 640)
+        assert m.mode == mode
+        with pytest.raises(MachineCheck):
+            m.run(Program().stac().load((1 << 24) + 640).clac() if mode == "kernel"
+                  else Program().load((1 << 24) + 640))

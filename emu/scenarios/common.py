@@ -29,3 +29,16 @@ def positive_int(text, minimum=1):
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be an integer of at least {minimum}, not {text}")
     return value
+
+
+def functions_table(variants, key, width, fmt=".1f", labels=None):
+    """Rows of a per-function cycles table: one row per function in `variants[v][key]`
+    (in order of first appearance), one column per variant (headed by `labels`)."""
+    names = []
+    for d in variants.values():
+        names += [n for n in d[key] if n not in names]
+    lines = [f"  {'function':<26}" + "".join(f"{v:>{width}}" for v in labels or variants)]
+    for n in names:
+        lines.append(f"  {n:<26}" + "".join(f"{d[key].get(n, 0):>{width}{fmt}}"
+                                          for d in variants.values()))
+    return lines

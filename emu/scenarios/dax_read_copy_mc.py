@@ -29,7 +29,7 @@ import numpy as np
 
 from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import MachineCheck
-from emu.scenarios.common import positive_int
+from emu.scenarios.common import functions_table, positive_int
 from emu.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
@@ -158,13 +158,7 @@ def table(res):
         lines.append(f"{v:<22}{d['iops']:>10,.0f}{d['gbytes_per_s']:>8.2f}"
                      f"{d['ns_per_io'] / 1e3:>9.1f}{d['pmem_reads_per_io']:>15.0f}")
     lines.append("\ncycles per I/O by function (self time):")
-    names = []
-    for d in res["variants"].values():
-        names += [n for n in d["functions_cycles_per_io"] if n not in names]
-    lines.append(f"  {'function':<26}" + "".join(f"{v:>22}" for v in res["variants"]))
-    for n in names:
-        lines.append(f"  {n:<26}" + "".join(
-            f"{d['functions_cycles_per_io'].get(n, 0):>22.0f}" for d in res["variants"].values()))
+    lines += functions_table(res["variants"], "functions_cycles_per_io", 22, ".0f")
     if "poison" in res:
         lines.append(f"\npoison at file offset {res['poison']['offset']}:")
         for v, d in res["poison"]["variants"].items():

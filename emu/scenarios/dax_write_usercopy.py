@@ -19,7 +19,7 @@ import numpy as np
 
 from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
-from emu.scenarios.common import positive_int, with_user_region
+from emu.scenarios.common import functions_table, positive_int, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap
@@ -133,11 +133,5 @@ def table(res):
         lines.append(f"{v:<14}{d['iops']:>15,.0f}{pub:>16}{d['ns_per_io']:>9.0f}"
                      f"{d['pmem_reads_per_io']:>15.2f}")
     lines.append("\ncycles per I/O by function (self time):")
-    names = []
-    for d in res["variants"].values():
-        names += [n for n in d["functions_cycles_per_io"] if n not in names]
-    lines.append(f"  {'function':<26}" + "".join(f"{v:>14}" for v in res["variants"]))
-    for n in names:
-        lines.append(f"  {n:<26}" + "".join(
-            f"{d['functions_cycles_per_io'].get(n, 0):>14.1f}" for d in res["variants"].values()))
+    lines += functions_table(res["variants"], "functions_cycles_per_io", 14)
     return "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ each function. scenarios.md gives no published figure: the emulator predicts.
 """
 
 from emu.machine import Machine
-from emu.scenarios.common import positive_int, with_user_region
+from emu.scenarios.common import functions_table, positive_int, with_user_region
 from isa import Program
 from kernels import vhost
 from memmodel.profile import load_profile
@@ -121,13 +121,6 @@ def table(res):
     for v, d in res["variants"].items():
         lines.append(f"{v:<24}{d['mpps']:>8.2f}{d['ns_per_packet']:>11.1f}")
     lines.append("\ncycles per packet by function (self time):")
-    names = []
-    for d in res["variants"].values():
-        names += [n for n in d["functions_cycles_per_packet"] if n not in names]
     short = [v.replace("smap=", "").replace(",path=", "/") for v in res["variants"]]
-    lines.append(f"  {'function':<24}" + "".join(f"{v:>14}" for v in short))
-    for n in names:
-        lines.append(f"  {n:<24}" + "".join(
-            f"{d['functions_cycles_per_packet'].get(n, 0):>14.1f}"
-            for d in res["variants"].values()))
+    lines += functions_table(res["variants"], "functions_cycles_per_packet", 14, labels=short)
     return "\n".join(lines) + "\n"
