@@ -122,7 +122,7 @@ from isa.ops import (
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import (
     H_LFB,
     H_PEND,
@@ -170,7 +170,7 @@ def _stall_until(S, t):
 
 @inlined
 def _site_count(S, counter, n):
-    S[S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter] += n
+    S[ix(S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter)] += n
 
 
 @inlined
@@ -180,10 +180,10 @@ def _rob_gate(S):
     seq, done = S[H_ROB_SEQ], S[H_ROB_DONE]
     while S[S_ROB_COUNT] > 0:
         h = S[S_ROB_HEAD]
-        if S[done + h] > S[S_NOW]:
-            if S[S_UOP_SEQ] - S[seq + h] < rob and S[S_ROB_COUNT] < rob:
+        if S[ix(done + h)] > S[S_NOW]:
+            if S[S_UOP_SEQ] - S[ix(seq + h)] < rob and S[S_ROB_COUNT] < rob:
                 break
-            S[S_NOW] = S[done + h]
+            S[S_NOW] = S[ix(done + h)]
         S[S_ROB_HEAD] = h + 1 if h + 1 < rob else 0   # (h + 1) % rob, h < rob
         S[S_ROB_COUNT] -= 1
 
@@ -199,8 +199,8 @@ def _rob_push(S, done):
     i = S[S_ROB_HEAD] + S[S_ROB_COUNT]   # (head + count) % rob, both < rob
     if i >= rob:
         i -= rob
-    S[S[H_ROB_SEQ] + i] = S[S_UOP_SEQ]
-    S[S[H_ROB_DONE] + i] = done
+    S[ix(S[H_ROB_SEQ] + i)] = S[S_UOP_SEQ]
+    S[ix(S[H_ROB_DONE] + i)] = done
     S[S_ROB_COUNT] += 1
     if done > S[S_LOADS_MAX]:
         S[S_LOADS_MAX] = done
@@ -212,16 +212,16 @@ def _sb_push(S, drain):
     n = S[T_SB]
     sb = S[H_SB]
     # ring indices wrap by compare, not %: head < n and count <= n
-    while S[S_SB_COUNT] > 0 and S[sb + S[S_SB_HEAD]] <= S[S_NOW]:
+    while S[S_SB_COUNT] > 0 and S[ix(sb + S[S_SB_HEAD])] <= S[S_NOW]:
         S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     if S[S_SB_COUNT] == n:
-        _stall_until(S, S[sb + S[S_SB_HEAD]])
+        _stall_until(S, S[ix(sb + S[S_SB_HEAD])])
         S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     drain = max(drain, S[S_SB_LAST])
     tail = S[S_SB_HEAD] + S[S_SB_COUNT]
-    S[sb + (tail - n if tail >= n else tail)] = drain
+    S[ix(sb + (tail - n if tail >= n else tail))] = drain
     S[S_SB_COUNT] += 1
     S[S_SB_LAST] = drain
     if drain > S[S_END]:
@@ -474,7 +474,7 @@ def _free_lfb(S):
     lfb = S[H_LFB]
     best = 0
     for i in range(1, S[T_LFB]):
-        if S[lfb + i] < S[lfb + best]:
+        if S[ix(lfb + i)] < S[ix(lfb + best)]:
             best = i
     return best
 
@@ -503,8 +503,7 @@ def _prefetch(S, lvl, pf, line, t0):
 def _demand(S, line, t0, kind):
     """A demand load or store (RFO) of one line issued at t0. Returns the data-ready cycle;
     marks the L1 copy dirty for stores."""
-    i0 = cm.set_start(S, 0, line)
-    b = cm.find(S, 0, i0, line)
+    i0, b = cm.l1_find(S, line)
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
@@ -540,8 +539,9 @@ def _demand_miss(S, line, t0, kind):
         done = _mem_read(S, line, t0)
         spec = _spec_flag(S, True)
     S[S[H_LFB] + i] = done
-    _install(S, 0, cm.set_start(S, 0, line), line, done,
-             (cm.F_DIRTY if kind == K_STORE else 0) | spec)
+    i0 = cm.set_start(S, 0, line)
+    cm.remember_l1(S, line, i0, _install(S, 0, i0, line, done,
+                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec))
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
