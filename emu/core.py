@@ -122,7 +122,7 @@ from isa.ops import (
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import (
     H_LFB,
     H_PEND,
@@ -170,7 +170,7 @@ def _stall_until(S, t):
 
 @inlined
 def _site_count(S, counter, n):
-    S[S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter] += n
+    S[ix(S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter)] += n
 
 
 @inlined
@@ -180,10 +180,10 @@ def _rob_gate(S):
     seq, done = S[H_ROB_SEQ], S[H_ROB_DONE]
     while S[S_ROB_COUNT] > 0:
         h = S[S_ROB_HEAD]
-        if S[done + h] > S[S_NOW]:
-            if S[S_UOP_SEQ] - S[seq + h] < rob and S[S_ROB_COUNT] < rob:
+        if S[ix(done + h)] > S[S_NOW]:
+            if S[S_UOP_SEQ] - S[ix(seq + h)] < rob and S[S_ROB_COUNT] < rob:
                 break
-            S[S_NOW] = S[done + h]
+            S[S_NOW] = S[ix(done + h)]
         S[S_ROB_HEAD] = h + 1 if h + 1 < rob else 0   # (h + 1) % rob, h < rob
         S[S_ROB_COUNT] -= 1
 
@@ -199,8 +199,8 @@ def _rob_push(S, done):
     i = S[S_ROB_HEAD] + S[S_ROB_COUNT]   # (head + count) % rob, both < rob
     if i >= rob:
         i -= rob
-    S[S[H_ROB_SEQ] + i] = S[S_UOP_SEQ]
-    S[S[H_ROB_DONE] + i] = done
+    S[ix(S[H_ROB_SEQ] + i)] = S[S_UOP_SEQ]
+    S[ix(S[H_ROB_DONE] + i)] = done
     S[S_ROB_COUNT] += 1
     if done > S[S_LOADS_MAX]:
         S[S_LOADS_MAX] = done
@@ -212,16 +212,16 @@ def _sb_push(S, drain):
     n = S[T_SB]
     sb = S[H_SB]
     # ring indices wrap by compare, not %: head < n and count <= n
-    while S[S_SB_COUNT] > 0 and S[sb + S[S_SB_HEAD]] <= S[S_NOW]:
+    while S[S_SB_COUNT] > 0 and S[ix(sb + S[S_SB_HEAD])] <= S[S_NOW]:
         S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     if S[S_SB_COUNT] == n:
-        _stall_until(S, S[sb + S[S_SB_HEAD]])
+        _stall_until(S, S[ix(sb + S[S_SB_HEAD])])
         S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
         S[S_SB_COUNT] -= 1
     drain = max(drain, S[S_SB_LAST])
     tail = S[S_SB_HEAD] + S[S_SB_COUNT]
-    S[sb + (tail - n if tail >= n else tail)] = drain
+    S[ix(sb + (tail - n if tail >= n else tail))] = drain
     S[S_SB_COUNT] += 1
     S[S_SB_LAST] = drain
     if drain > S[S_END]:
@@ -244,7 +244,7 @@ def _mem_write(S, line, mask, t, pkind):
     S[S_MEM_STAMP] += 1
     acc = md.write(S, mm.reg(S, r, mm.RG_MEDIA), addr, nbytes, t,
                    mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
-    S[S[H_REGION_CTR] + r * N_RCOUNT + RC_WRITES] += 1
+    S[ix(S[H_REGION_CTR] + r * N_RCOUNT + RC_WRITES)] += 1
     _site_count(S, SC_MEDIA_WRITES, 1)
     if acc > S[S_END]:
         S[S_END] = acc
@@ -260,9 +260,9 @@ def _pq_push(S, line, mask, pkind):
     n = S[S_PQ_COUNT]
     if n < PQ_ENTRIES:
         o = S[H_PQ] + 3 * n
-        S[o + PQ_LINE] = line
-        S[o + PQ_MASK] = mask
-        S[o + PQ_KIND] = pkind
+        S[ix(o + PQ_LINE)] = line
+        S[ix(o + PQ_MASK)] = mask
+        S[ix(o + PQ_KIND)] = pkind
     S[S_PQ_COUNT] = n + 1
 
 
@@ -277,7 +277,7 @@ def _apply_oldest_pending(S, pt, frames):
     h = S[S_PEND_HEAD]
     o = S[H_PEND] + 2 * h
     f, off = _snapshot_at(h)
-    mm.persist_bytes(S, pt, frames, S[o + PE_LINE], S[o + PE_MASK], f, off)
+    mm.persist_bytes(S, pt, frames, S[ix(o + PE_LINE)], S[ix(o + PE_MASK)], f, off)
     S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
     S[S_PEND_COUNT] -= 1
 
@@ -290,13 +290,13 @@ def _persist_queue(S, pt, frames):
     page, src_f = -1, -1    # the last page's frame (pages keep their frames during a run)
     for k in range(n):
         o = S[H_PQ] + 3 * k
-        line, mask = S[o + PQ_LINE], S[o + PQ_MASK]
+        line, mask = S[ix(o + PQ_LINE)], S[ix(o + PQ_MASK)]
         addr = line << 6
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
             src_f = mm.frame_of(S, pt, addr)
         src_off = addr & (mm.PAGE_BYTES - 1)
-        if S[o + PQ_KIND] == PK_NOW:
+        if S[ix(o + PQ_KIND)] == PK_NOW:
             mm.persist_bytes(S, pt, frames, line, mask, src_f, src_off)
             continue
         if S[S_PEND_COUNT] == mm.SNAPSHOTS:
@@ -306,8 +306,8 @@ def _persist_queue(S, pt, frames):
             j -= mm.SNAPSHOTS
         f, off = _snapshot_at(j)
         mm.move(frames, f, off, src_f, src_off, 64)
-        S[S[H_PEND] + 2 * j + PE_LINE] = line
-        S[S[H_PEND] + 2 * j + PE_MASK] = mask
+        S[ix(S[H_PEND] + 2 * j + PE_LINE)] = line
+        S[ix(S[H_PEND] + 2 * j + PE_MASK)] = mask
         S[S_PEND_COUNT] += 1
     if S[S_PQ_COUNT] <= PQ_ENTRIES:
         S[S_PQ_COUNT] = 0
@@ -320,12 +320,12 @@ def _apply_pending(S, pt, frames):
     while S[S_PEND_COUNT] > 0:
         h = S[S_PEND_HEAD]
         o = S[H_PEND] + 2 * h
-        addr = S[o + PE_LINE] << 6
+        addr = S[ix(o + PE_LINE)] << 6
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
             f = mm.durable_frame_of(S, pt, addr)
         sf, soff = _snapshot_at(h)
-        mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[o + PE_MASK], sf, soff)
+        mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[ix(o + PE_MASK)], sf, soff)
         S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
         S[S_PEND_COUNT] -= 1
 
@@ -345,7 +345,7 @@ def _mem_read(S, line, t):
     S[S_MEM_STAMP] += 1
     done = md.read(S, mm.reg(S, r, mm.RG_MEDIA), addr, t,
                    mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
-    S[S[H_REGION_CTR] + r * N_RCOUNT + RC_READS] += 1
+    S[ix(S[H_REGION_CTR] + r * N_RCOUNT + RC_READS)] += 1
     _site_count(S, SC_MEDIA_READS, 1)
     return done
 
@@ -474,7 +474,7 @@ def _free_lfb(S):
     lfb = S[H_LFB]
     best = 0
     for i in range(1, S[T_LFB]):
-        if S[lfb + i] < S[lfb + best]:
+        if S[ix(lfb + i)] < S[ix(lfb + best)]:
             best = i
     return best
 
@@ -492,9 +492,9 @@ def _prefetch(S, lvl, pf, line, t0):
             continue
         if lvl == 0:
             i = _free_lfb(S)
-            if S[S[H_LFB] + i] > t0:
+            if S[ix(S[H_LFB] + i)] > t0:
                 return
-            S[S[H_LFB] + i] = _walk(S, nxt, t0, 0, K_PREFETCH)
+            S[ix(S[H_LFB] + i)] = _walk(S, nxt, t0, 0, K_PREFETCH)
         else:
             _walk(S, nxt, t0, lvl, K_PREFETCH)
 
@@ -503,8 +503,7 @@ def _prefetch(S, lvl, pf, line, t0):
 def _demand(S, line, t0, kind):
     """A demand load or store (RFO) of one line issued at t0. Returns the data-ready cycle;
     marks the L1 copy dirty for stores."""
-    i0 = cm.set_start(S, 0, line)
-    b = cm.find(S, 0, i0, line)
+    i0, b = cm.l1_find(S, line)
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
@@ -525,8 +524,8 @@ def _demand_miss(S, line, t0, kind):
     cm.count(S, 0, cm.C_LOAD_MISS if kind == K_LOAD else cm.C_STORE_MISS, 1)
     _site_count(S, SC_L1_MISSES, 1)
     i = _free_lfb(S)
-    if S[S[H_LFB] + i] > t0:
-        t0 = S[S[H_LFB] + i]
+    if S[ix(S[H_LFB] + i)] > t0:
+        t0 = S[ix(S[H_LFB] + i)]
         _stall_until(S, t0)
     if S[T_LEVELS] > 1:
         done = _walk(S, line, t0, 1, kind)
@@ -539,9 +538,10 @@ def _demand_miss(S, line, t0, kind):
         _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
         spec = _spec_flag(S, True)
-    S[S[H_LFB] + i] = done
-    _install(S, 0, cm.set_start(S, 0, line), line, done,
-             (cm.F_DIRTY if kind == K_STORE else 0) | spec)
+    S[ix(S[H_LFB] + i)] = done
+    i0 = cm.set_start(S, 0, line)
+    cm.remember_l1(S, line, i0, _install(S, 0, i0, line, done,
+                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec))
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
@@ -617,10 +617,10 @@ def _evict_everywhere(S, line, keep):
 def _wc_drain(S, i, t):
     """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
     o = S[H_WC] + 4 * i
-    acc = _mem_write(S, S[o + WC_LINE], S[o + WC_MASK], t, PK_FENCED)
-    S[o + WC_BUSY] = acc
-    S[o + WC_LINE] = -1
-    S[o + WC_MASK] = 0
+    acc = _mem_write(S, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, PK_FENCED)
+    S[ix(o + WC_BUSY)] = acc
+    S[ix(o + WC_LINE)] = -1
+    S[ix(o + WC_MASK)] = 0
     if acc > S[S_WB_PENDING]:
         S[S_WB_PENDING] = acc
     return acc
@@ -636,29 +636,29 @@ def _movnt_bytes(S, addr, size):
     wc = S[H_WC]
     slot = -1
     for i in range(n):
-        if S[wc + 4 * i + WC_LINE] == line:
+        if S[ix(wc + 4 * i + WC_LINE)] == line:
             slot = i
             break
     if slot < 0:
         best = -1
         for i in range(n):  # a free buffer, the one available first
-            if S[wc + 4 * i + WC_LINE] == -1 and \
-                    (best < 0 or S[wc + 4 * i + WC_BUSY] < S[wc + 4 * best + WC_BUSY]):
+            if S[ix(wc + 4 * i + WC_LINE)] == -1 and \
+                    (best < 0 or S[ix(wc + 4 * i + WC_BUSY)] < S[ix(wc + 4 * best + WC_BUSY)]):
                 best = i
         if best < 0:  # all hold data: the oldest leaves partially filled
             best = 0
             for i in range(1, n):
-                if S[wc + 4 * i + WC_STAMP] < S[wc + 4 * best + WC_STAMP]:
+                if S[ix(wc + 4 * i + WC_STAMP)] < S[ix(wc + 4 * best + WC_STAMP)]:
                     best = i
             _wc_drain(S, best, S[S_NOW])
-        _stall_until(S, S[wc + 4 * best + WC_BUSY])
+        _stall_until(S, S[ix(wc + 4 * best + WC_BUSY)])
         slot = best
-        S[wc + 4 * slot + WC_LINE] = line
+        S[ix(wc + 4 * slot + WC_LINE)] = line
         S[S_MEM_STAMP] += 1
-        S[wc + 4 * slot + WC_STAMP] = S[S_MEM_STAMP]
+        S[ix(wc + 4 * slot + WC_STAMP)] = S[S_MEM_STAMP]
     bits = FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63)
-    S[wc + 4 * slot + WC_MASK] |= bits
-    if S[wc + 4 * slot + WC_MASK] == FULL_MASK:
+    S[ix(wc + 4 * slot + WC_MASK)] |= bits
+    if S[ix(wc + 4 * slot + WC_MASK)] == FULL_MASK:
         _wc_drain(S, slot, S[S_NOW])
 
 
@@ -669,9 +669,9 @@ def _wc_drain_all(S):
     wc = S[H_WC]
     latest = 0
     for i in range(S[T_WC]):
-        if S[wc + 4 * i + WC_LINE] != -1:
+        if S[ix(wc + 4 * i + WC_LINE)] != -1:
             _wc_drain(S, i, t)
-        latest = max(latest, S[wc + 4 * i + WC_BUSY])
+        latest = max(latest, S[ix(wc + 4 * i + WC_BUSY)])
     return latest
 
 

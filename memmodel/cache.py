@@ -6,8 +6,8 @@ touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import host_prefetch, inlined
-from memmodel.layout import H_CCNT, H_FLAGS, H_LV, H_READY, H_REPL, H_TAGS
+from memmodel.jit import host_prefetch, inlined, ix
+from memmodel.layout import H_CCNT, H_FLAGS, H_READY, H_REPL, H_TAGS, L1_MEMO_AT, LV_AT
 from memmodel.policies import POLICY_IDS, fifo, lru, plru
 from memmodel.policies import random as rnd
 
@@ -34,10 +34,15 @@ N_COUNTERS = len(COUNTER_NAMES)
 
 INVALID = -1
 
+# l1_memo: the L1 block found last, a derived cache (not model state): valid while that
+# block still holds the line, which l1_find checks, so nothing else has to update it
+MEMO_LINE, MEMO_SET, MEMO_BLOCK = range(3)
+
 
 def add_sections(layout, levels):
     """Declare the cache sections for `levels` (dicts with size_bytes, ways, ...)."""
     total = sum(lv["size_bytes"] // 64 for lv in levels)
+    layout.add("l1_memo", 3)
     layout.add("lv", (len(levels), N_LV))
     for name in ("tags", "repl", "ready", "flags"):
         layout.add(name, total)
@@ -64,29 +69,29 @@ def init_sections(layout, S, levels, seed=0):
 
 @inlined
 def hit_cycles(S, lvl):
-    return S[S[H_LV] + lvl * N_LV + LV_HIT]
+    return S[ix(LV_AT + lvl * N_LV + LV_HIT)]
 
 
 @inlined
 def count(S, lvl, counter, n):
-    S[S[H_CCNT] + lvl * N_COUNTERS + counter] += n
+    S[ix(S[H_CCNT] + lvl * N_COUNTERS + counter)] += n
 
 
 @inlined
 def set_start(S, lvl, line):
     """Block index of the first way of `line`'s set at `lvl`."""
-    o = S[H_LV] + lvl * N_LV
-    m = S[o + LV_MASK]
-    s = (line & m) if m >= 0 else (line % S[o + LV_SETS])
-    return S[o + LV_BASE] + s * S[o + LV_WAYS]
+    o = LV_AT + lvl * N_LV
+    m = S[ix(o + LV_MASK)]
+    s = (line & m) if m >= 0 else (line % S[ix(o + LV_SETS)])
+    return S[ix(o + LV_BASE)] + s * S[ix(o + LV_WAYS)]
 
 
 @inlined
 def find(S, lvl, i0, line):
     """Block index holding `line` in the set whose first way is block `i0`, or -1."""
     t = S[H_TAGS] + i0
-    for w in range(S[S[H_LV] + lvl * N_LV + LV_WAYS]):
-        if S[t + w] == line:
+    for w in range(S[ix(LV_AT + lvl * N_LV + LV_WAYS)]):
+        if S[ix(t + w)] == line:
             return i0 + w
     return -1
 
@@ -98,11 +103,32 @@ def lookup(S, lvl, line):
 
 
 @inlined
+def remember_l1(S, line, i0, b):
+    S[L1_MEMO_AT + MEMO_LINE] = line
+    S[L1_MEMO_AT + MEMO_SET] = i0
+    S[L1_MEMO_AT + MEMO_BLOCK] = b
+
+
+@inlined
+def l1_find(S, line):
+    """(first block of `line`'s L1 set, block holding it or -1). Consecutive accesses to
+    one line (sequential 8-byte loads: 8 a line) skip the set index and the way scan."""
+    b = S[L1_MEMO_AT + MEMO_BLOCK]
+    if S[L1_MEMO_AT + MEMO_LINE] == line and S[ix(S[H_TAGS] + b)] == line:
+        return S[L1_MEMO_AT + MEMO_SET], b
+    i0 = set_start(S, 0, line)
+    b = find(S, 0, i0, line)
+    if b >= 0:
+        remember_l1(S, line, i0, b)
+    return i0, b
+
+
+@inlined
 def prefetch_set(S, lvl, line):
     """Host-cache hint only: start loading the state of `line`'s set at `lvl` (tags, repl,
     flags, ready of every way) so that a later lookup/fill does not wait for it."""
     i0 = set_start(S, lvl, line)
-    ways = S[S[H_LV] + lvl * N_LV + LV_WAYS]
+    ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
     t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
     for w in range(0, ways + 7, 8):
         k = min(w, ways - 1)
@@ -114,26 +140,26 @@ def prefetch_set(S, lvl, line):
 
 @inlined
 def ready(S, b):
-    return S[S[H_READY] + b]
+    return S[ix(S[H_READY] + b)]
 
 
 @inlined
 def flags(S, b):
-    return S[S[H_FLAGS] + b]
+    return S[ix(S[H_FLAGS] + b)]
 
 
 @inlined
 def set_flags(S, b, f):
-    S[S[H_FLAGS] + b] = f
+    S[ix(S[H_FLAGS] + b)] = f
 
 
 @inlined
 def touch(S, lvl, i0, b):
     """Replacement update for a hit on block `b` of the set starting at block `i0`."""
-    o = S[H_LV] + lvl * N_LV
-    S[o + LV_STAMP] += 1
+    o = LV_AT + lvl * N_LV
+    S[ix(o + LV_STAMP)] += 1
     r0 = S[H_REPL] + i0
-    ways, p, stamp = S[o + LV_WAYS], S[o + LV_POLICY], S[o + LV_STAMP]
+    ways, p, stamp = S[ix(o + LV_WAYS)], S[ix(o + LV_POLICY)], S[ix(o + LV_STAMP)]
     if p == P_LRU:
         lru.on_hit(S, r0, ways, b - i0, stamp)
     elif p == P_PLRU:
@@ -146,13 +172,13 @@ def touch(S, lvl, i0, b):
 
 @inlined
 def _victim_way(S, lvl, i0):
-    o = S[H_LV] + lvl * N_LV
-    ways = S[o + LV_WAYS]
+    o = LV_AT + lvl * N_LV
+    ways = S[ix(o + LV_WAYS)]
     t = S[H_TAGS] + i0
     for w in range(ways):
-        if S[t + w] == INVALID:
+        if S[ix(t + w)] == INVALID:
             return w
-    p = S[o + LV_POLICY]
+    p = S[ix(o + LV_POLICY)]
     r0 = S[H_REPL] + i0
     if p == P_LRU:
         return lru.victim(S, r0, ways, o + LV_RNG)
@@ -170,20 +196,20 @@ def fill(S, lvl, i0, line, at, flg):
     INVALID, whether it was dirty)."""
     way = _victim_way(S, lvl, i0)
     b = i0 + way
-    old = S[S[H_TAGS] + b]
-    old_dirty = S[S[H_FLAGS] + b] & F_DIRTY
+    old = S[ix(S[H_TAGS] + b)]
+    old_dirty = S[ix(S[H_FLAGS] + b)] & F_DIRTY
     if old != INVALID:
         count(S, lvl, C_EVICT, 1)
         if old_dirty:
             count(S, lvl, C_WRITEBACK, 1)
-    S[S[H_TAGS] + b] = line
-    S[S[H_FLAGS] + b] = flg
-    S[S[H_READY] + b] = at
+    S[ix(S[H_TAGS] + b)] = line
+    S[ix(S[H_FLAGS] + b)] = flg
+    S[ix(S[H_READY] + b)] = at
     count(S, lvl, C_FILL, 1)
-    o = S[H_LV] + lvl * N_LV
-    S[o + LV_STAMP] += 1
+    o = LV_AT + lvl * N_LV
+    S[ix(o + LV_STAMP)] += 1
     r0 = S[H_REPL] + i0
-    ways, p, stamp = S[o + LV_WAYS], S[o + LV_POLICY], S[o + LV_STAMP]
+    ways, p, stamp = S[ix(o + LV_WAYS)], S[ix(o + LV_POLICY)], S[ix(o + LV_STAMP)]
     if p == P_LRU:
         lru.on_fill(S, r0, ways, way, stamp)
     elif p == P_PLRU:
@@ -198,9 +224,9 @@ def fill(S, lvl, i0, line, at, flg):
 @inlined
 def invalidate(S, lvl, b):
     """Drop block `b`; returns whether it was dirty."""
-    was_dirty = S[S[H_FLAGS] + b] & F_DIRTY
-    S[S[H_TAGS] + b] = INVALID
-    S[S[H_FLAGS] + b] = 0
+    was_dirty = S[ix(S[H_FLAGS] + b)] & F_DIRTY
+    S[ix(S[H_TAGS] + b)] = INVALID
+    S[ix(S[H_FLAGS] + b)] = 0
     count(S, lvl, C_INVAL, 1)
     return was_dirty
 

@@ -7,7 +7,7 @@ pays an atomic incref/decref per array (measured: ~300 ns vs ~30 ns per call).
 import hashlib
 from pathlib import Path
 
-from numba import config, njit
+from numba import config, njit, uint64
 
 
 def _drop_stale_cache():
@@ -43,6 +43,11 @@ compiled = njit(cache=True, _nrt=False)
 # (measured in CPU time: the copy trace and dax-memcpy 1.3-1.55x faster, random loads 1.1x;
 # the cold compile grows from about 90 s to 190 s, README "Performance").
 inlined = njit(cache=True, _nrt=False, inline="always")
+
+# Hot code indexes S with ix(i): numba wraps every negative signed index (i += len) and that
+# test on each access shows in the hot loops, while an unsigned index has none. Offsets
+# into S are never negative.
+ix = uint64
 
 
 # ------------------------------------------------------------------ host prefetch hint

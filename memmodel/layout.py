@@ -10,10 +10,14 @@ import numpy as np
 
 # Header: one slot per section; each holds the section's offset in S.
 _SECTIONS = (
+    # fixed size, first (FIXED_SIZES), so that their offsets are compile-time constants
+    "tp", "sc", "l1_memo",
+    # memmodel.cache's level table: the first section of variable size, at a fixed offset too
+    "lv",
     # emu core
-    "tp", "sc", "rob_seq", "rob_done", "sb", "lfb", "wc", "stream", "site_ctr", "region_ctr",
+    "rob_seq", "rob_done", "sb", "lfb", "wc", "stream", "site_ctr", "region_ctr",
     # memmodel.cache
-    "lv", "tags", "repl", "ready", "flags", "ccnt",
+    "tags", "repl", "ready", "flags", "ccnt",
     # memmodel.media
     "mp", "mcnt", "chan", "mglob",
     # memmodel.memory
@@ -21,32 +25,17 @@ _SECTIONS = (
     # emu core: the way to the persistence domain
     "pq", "pend",
 )
-H_TP = 0
-H_SC = 1
-H_ROB_SEQ = 2
-H_ROB_DONE = 3
-H_SB = 4
-H_LFB = 5
-H_WC = 6
-H_STREAM = 7
-H_SITE_CTR = 8
-H_REGION_CTR = 9
-H_LV = 10
-H_TAGS = 11
-H_REPL = 12
-H_READY = 13
-H_FLAGS = 14
-H_CCNT = 15
-H_MP = 16
-H_MCNT = 17
-H_CHAN = 18
-H_MGLOB = 19
-H_REG = 20
-H_CHUNK_DIR = 21
-H_ALLOC = 22
-H_PQ = 23
-H_PEND = 24
+(H_TP, H_SC, H_L1_MEMO, H_LV, H_ROB_SEQ, H_ROB_DONE, H_SB, H_LFB, H_WC, H_STREAM, H_SITE_CTR,
+ H_REGION_CTR, H_TAGS, H_REPL, H_READY, H_FLAGS, H_CCNT, H_MP, H_MCNT, H_CHAN, H_MGLOB, H_REG,
+ H_CHUNK_DIR, H_ALLOC, H_PQ, H_PEND) = range(len(_SECTIONS))
 N_HEADER = len(_SECTIONS)
+
+# Sizes of the first sections (emu.state's tp and sc fields, memmodel.cache's L1 memo);
+# Layout.add refuses another size for them. Compiled code reads S[L1_MEMO_AT + ...] and
+# S[LV_AT + ...] directly instead of first loading the section's offset from the header.
+FIXED_SIZES = {"tp": 31, "sc": 34, "l1_memo": 3}
+L1_MEMO_AT = N_HEADER + FIXED_SIZES["tp"] + FIXED_SIZES["sc"]
+LV_AT = L1_MEMO_AT + FIXED_SIZES["l1_memo"]
 
 
 class Layout:
@@ -58,6 +47,8 @@ class Layout:
     def add(self, name, shape):
         if name not in _SECTIONS:
             raise KeyError(f"unknown state section {name!r}")
+        if name in FIXED_SIZES and np.prod(shape) != FIXED_SIZES[name]:
+            raise ValueError(f"state section {name!r} must have {FIXED_SIZES[name]} fields")
         self.shapes[name] = tuple(int(x) for x in np.atleast_1d(shape))
 
     def build(self):
@@ -66,6 +57,8 @@ class Layout:
             shape = self.shapes.get(name, (0,))
             offsets[name] = pos
             pos += int(np.prod(shape))
+        if offsets["lv"] != LV_AT:
+            raise ValueError(f"sections {sorted(FIXED_SIZES)} must all be declared")
         S = np.zeros(pos, dtype=np.int64)
         for i, name in enumerate(_SECTIONS):
             S[i] = offsets[name]

@@ -10,7 +10,7 @@ served from it take the buffered latency, evicting a partially written XPLine co
 read-modify-write of the whole XPLine. A remote (other NUMA node) request also crosses the
 interconnect, a shared link with its own bandwidth and latency.
 """
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import H_CHAN, H_MCNT, H_MGLOB, H_MP
 
 FP = 1024
@@ -114,13 +114,13 @@ def _cdiv_fp(t_fp):
 
 @inlined
 def _mcount(S, m, counter, n):
-    S[S[H_MCNT] + m * N_MCOUNTERS + counter] += n
+    S[ix(S[H_MCNT] + m * N_MCOUNTERS + counter)] += n
 
 
 @inlined
 def _channel_row(S, p, addr):
     """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
-    ch = S[p + M_CHAN0] + (addr // S[p + M_INTERLEAVE]) % S[p + M_CHANNELS]
+    ch = S[ix(p + M_CHAN0)] + (addr // S[ix(p + M_INTERLEAVE)]) % S[ix(p + M_CHANNELS)]
     return S[H_CHAN] + ch * S[S[H_MGLOB] + G_CHAN_STRIDE]
 
 
@@ -128,9 +128,9 @@ def _channel_row(S, p, addr):
 def _cross_link(S, t):
     """A remote request crosses the interconnect: returns the cycle it leaves the link."""
     g = S[H_MGLOB]
-    start = max(t * FP, S[g + G_LINK_BUSY_FP])
-    S[g + G_LINK_BUSY_FP] = start + S[g + G_LINK_OCC_FP]
-    return _cdiv_fp(start) + S[g + G_LINK_LAT]
+    start = max(t * FP, S[ix(g + G_LINK_BUSY_FP)])
+    S[ix(g + G_LINK_BUSY_FP)] = start + S[ix(g + G_LINK_OCC_FP)]
+    return _cdiv_fp(start) + S[ix(g + G_LINK_LAT)]
 
 
 @compiled
@@ -139,37 +139,37 @@ def _xp_slot(S, p, row, xpl, m, stamp):
     Returns (offset of the slot's tag, media occupancy in FP spent evicting the LRU XPLine,
     whether it was present)."""
     g = S[H_MGLOB]
-    nmax = S[g + G_XP_MAX]
-    x = row + S[g + G_XP0]
-    n = S[p + M_XPBUF]
+    nmax = S[ix(g + G_XP_MAX)]
+    x = row + S[ix(g + G_XP0)]
+    n = S[ix(p + M_XPBUF)]
     free = -1
     lru = 0
     for s in range(n):
-        t = S[x + s]
+        t = S[ix(x + s)]
         if t == xpl:
-            S[x + XP_STAMP * nmax + s] = stamp
+            S[ix(x + XP_STAMP * nmax + s)] = stamp
             return x + s, 0, True
         if t == -1 and free < 0:
             free = s
-        if S[x + XP_STAMP * nmax + s] < S[x + XP_STAMP * nmax + lru]:
+        if S[ix(x + XP_STAMP * nmax + s)] < S[ix(x + XP_STAMP * nmax + lru)]:
             lru = s
     occ = 0
     slot = free
     if slot < 0:
         slot = lru
-        full = (1 << (S[p + M_XPL_BYTES] // 64)) - 1
-        mask = S[x + XP_MASK * nmax + slot]
+        full = (1 << (S[ix(p + M_XPL_BYTES)] // 64)) - 1
+        mask = S[ix(x + XP_MASK * nmax + slot)]
         if mask:
-            if mask != full and not S[x + XP_LOADED * nmax + slot]:
-                occ += S[p + M_RD_OCC_FP]
+            if mask != full and not S[ix(x + XP_LOADED * nmax + slot)]:
+                occ += S[ix(p + M_RD_OCC_FP)]
                 _mcount(S, m, MC_MEDIA_READS, 1)
                 _mcount(S, m, MC_RMW, 1)
-            occ += S[p + M_WR_OCC_FP]
+            occ += S[ix(p + M_WR_OCC_FP)]
             _mcount(S, m, MC_MEDIA_WRITES, 1)
-    S[x + slot] = xpl
-    S[x + XP_MASK * nmax + slot] = 0
-    S[x + XP_LOADED * nmax + slot] = 0
-    S[x + XP_STAMP * nmax + slot] = stamp
+    S[ix(x + slot)] = xpl
+    S[ix(x + XP_MASK * nmax + slot)] = 0
+    S[ix(x + XP_LOADED * nmax + slot)] = 0
+    S[ix(x + XP_STAMP * nmax + slot)] = stamp
     return x + slot, occ, False
 
 
@@ -183,25 +183,25 @@ def read(S, m, addr, t0, remote, stamp):
     t = t0
     if remote:
         t = _cross_link(S, t0) - S[S[H_MGLOB] + G_LINK_LAT]
-    lat = S[p + M_READ_LAT]
-    occ = S[p + M_RD_OCC_FP]
-    if S[p + M_KIND] == K_OPTANE:
+    lat = S[ix(p + M_READ_LAT)]
+    occ = S[ix(p + M_RD_OCC_FP)]
+    if S[ix(p + M_KIND)] == K_OPTANE:
         nmax = S[S[H_MGLOB] + G_XP_MAX]
-        x, evict_occ, present = _xp_slot(S, p, row, addr // S[p + M_XPL_BYTES], m, stamp)
-        chunk = 1 << ((addr % S[p + M_XPL_BYTES]) // 64)
-        if present and (S[x + XP_LOADED * nmax] or S[x + XP_MASK * nmax] & chunk):
-            lat = S[p + M_BUF_READ_LAT]
-            occ = S[p + M_BUS_OCC_FP]
+        x, evict_occ, present = _xp_slot(S, p, row, addr // S[ix(p + M_XPL_BYTES)], m, stamp)
+        chunk = 1 << ((addr % S[ix(p + M_XPL_BYTES)]) // 64)
+        if present and (S[ix(x + XP_LOADED * nmax)] or S[ix(x + XP_MASK * nmax)] & chunk):
+            lat = S[ix(p + M_BUF_READ_LAT)]
+            occ = S[ix(p + M_BUS_OCC_FP)]
             _mcount(S, m, MC_BUF_HITS, 1)
         else:
-            S[x + XP_LOADED * nmax] = 1
+            S[ix(x + XP_LOADED * nmax)] = 1
             _mcount(S, m, MC_MEDIA_READS, 1)
         occ += evict_occ
     else:
         _mcount(S, m, MC_MEDIA_READS, 1)
-    busy = row + (CH_WR_BUSY if S[p + M_SHARED_BUSY] else CH_RD_BUSY)
-    start_fp = max(t * FP, S[busy])
-    S[busy] = start_fp + occ
+    busy = row + (CH_WR_BUSY if S[ix(p + M_SHARED_BUSY)] else CH_RD_BUSY)
+    start_fp = max(t * FP, S[ix(busy)])
+    S[ix(busy)] = start_fp + occ
     start = _cdiv_fp(start_fp)
     _mcount(S, m, MC_READ_QUEUE_CYCLES, start - t)
     done = start + lat
@@ -222,27 +222,29 @@ def write(S, m, addr, nbytes, t0, remote, stamp):
     t = t0
     if remote:
         t = _cross_link(S, t0)
-    head = S[row + CH_WPQ_HEAD]
-    slot_free = S[row + CH_WPQ0 + head]
-    arrive = t + S[p + M_ACCEPT_LAT]
+    head = S[ix(row + CH_WPQ_HEAD)]
+    slot_free = S[ix(row + CH_WPQ0 + head)]
+    arrive = t + S[ix(p + M_ACCEPT_LAT)]
     accept = max(arrive, slot_free)
     _mcount(S, m, MC_WPQ_STALL_CYCLES, accept - arrive)
-    occ = S[p + M_WR_OCC_FP]
-    if S[p + M_KIND] == K_OPTANE:
+    occ = S[ix(p + M_WR_OCC_FP)]
+    if S[ix(p + M_KIND)] == K_OPTANE:
         nmax = S[S[H_MGLOB] + G_XP_MAX]
-        x, evict_occ, present = _xp_slot(S, p, row, addr // S[p + M_XPL_BYTES], m, stamp)
-        chunk = 1 << ((addr % S[p + M_XPL_BYTES]) // 64)
-        occ = S[p + M_BUS_OCC_FP] + evict_occ
-        if nbytes < 64 and not S[x + XP_LOADED * nmax] and not S[x + XP_MASK * nmax] & chunk:
-            occ += S[p + M_RD_OCC_FP]
-            S[x + XP_LOADED * nmax] = 1
+        x, evict_occ, present = _xp_slot(S, p, row, addr // S[ix(p + M_XPL_BYTES)], m, stamp)
+        chunk = 1 << ((addr % S[ix(p + M_XPL_BYTES)]) // 64)
+        occ = S[ix(p + M_BUS_OCC_FP)] + evict_occ
+        if nbytes < 64 and not S[ix(x + XP_LOADED * nmax)] and \
+                not S[ix(x + XP_MASK * nmax)] & chunk:
+            occ += S[ix(p + M_RD_OCC_FP)]
+            S[ix(x + XP_LOADED * nmax)] = 1
             _mcount(S, m, MC_MEDIA_READS, 1)
             _mcount(S, m, MC_RMW, 1)
-        S[x + XP_MASK * nmax] |= chunk
+        S[ix(x + XP_MASK * nmax)] |= chunk
     else:
         _mcount(S, m, MC_MEDIA_WRITES, 1)
-    start_fp = max(accept * FP, S[row + CH_WR_BUSY])
-    S[row + CH_WR_BUSY] = start_fp + occ
-    S[row + CH_WPQ0 + head] = _cdiv_fp(S[row + CH_WR_BUSY])
-    S[row + CH_WPQ_HEAD] = head + 1 if head + 1 < S[p + M_WPQ] else 0   # (head+1) % wpq, head < wpq
+    start_fp = max(accept * FP, S[ix(row + CH_WR_BUSY)])
+    S[ix(row + CH_WR_BUSY)] = start_fp + occ
+    S[ix(row + CH_WPQ0 + head)] = _cdiv_fp(S[ix(row + CH_WR_BUSY)])
+    # (head + 1) % wpq, head < wpq
+    S[ix(row + CH_WPQ_HEAD)] = head + 1 if head + 1 < S[ix(p + M_WPQ)] else 0
     return accept

@@ -11,7 +11,7 @@ the core stops before the op that needs them, the facade grows `pt`/`frames` and
 """
 import numpy as np
 
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import H_ALLOC, H_CHUNK_DIR, H_REG
 
 PAGE_BYTES = 4096
@@ -83,13 +83,13 @@ def grow(S, pt, frames, chunks_needed, frames_needed):
 
 @inlined
 def reg(S, r, field):
-    return S[S[H_REG] + r * N_RG + field]
+    return S[ix(S[H_REG] + r * N_RG + field)]
 
 
 @inlined
 def allocated(S, field):
     """Chunks (A_CHUNKS) or frames (A_FRAMES) handed out so far."""
-    return S[S[H_ALLOC] + field]
+    return S[ix(S[H_ALLOC] + field)]
 
 
 @inlined
@@ -104,12 +104,12 @@ def find_region(S, addr):
     lo, hi = 0, n_regions(S)
     while lo < hi:
         mid = (lo + hi) >> 1
-        if S[o + mid * N_RG + RG_BASE] <= addr:
+        if S[ix(o + mid * N_RG + RG_BASE)] <= addr:
             lo = mid + 1
         else:
             hi = mid
     r = lo - 1
-    if r >= 0 and addr < S[o + r * N_RG + RG_END]:
+    if r >= 0 and addr < S[ix(o + r * N_RG + RG_END)]:
         return r
     return -1
 
@@ -119,13 +119,13 @@ def _chunk_slot(S, addr):
     """Offset in S of the directory entry for `addr`'s 2 MiB chunk (addr must be mapped)."""
     r = find_region(S, addr)
     o = S[H_REG] + r * N_RG
-    return S[H_CHUNK_DIR] + S[o + RG_DIR] + ((addr - S[o + RG_BASE]) >> CHUNK_SHIFT)
+    return S[H_CHUNK_DIR] + S[ix(o + RG_DIR)] + ((addr - S[ix(o + RG_BASE)]) >> CHUNK_SHIFT)
 
 
 @inlined
 def frame_of(S, pt, addr):
     """Frame index of the page holding mapped `addr`, or -1 if never touched."""
-    d = S[_chunk_slot(S, addr)]
+    d = S[ix(_chunk_slot(S, addr))]
     if d < 0:
         return -1
     return pt[d, (addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1)]
@@ -139,14 +139,14 @@ def unmapped_in(S, start, end):
         r = find_region(S, pos)
         if r < 0:
             return pos
-        pos = S[S[H_REG] + r * N_RG + RG_END]
+        pos = S[ix(S[H_REG] + r * N_RG + RG_END)]
     return -1
 
 
 @inlined
 def durable_frame_of(S, pt, addr):
     """Frame of the durable image of `addr`'s page (persistent regions), or -1."""
-    d = S[_chunk_slot(S, addr)]
+    d = S[ix(_chunk_slot(S, addr))]
     if d < 0:
         return -1
     return pt[d, DURABLE0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))]
@@ -155,7 +155,7 @@ def durable_frame_of(S, pt, addr):
 @inlined
 def persistence(S, addr):
     """P_NONE, P_ADR or P_EADR for the region holding mapped `addr`."""
-    return S[S[H_REG] + find_region(S, addr) * N_RG + RG_PERSIST]
+    return S[ix(S[H_REG] + find_region(S, addr) * N_RG + RG_PERSIST)]
 
 
 @compiled
@@ -167,7 +167,7 @@ def missing_pages(S, pt, start, end, need):
     prev = -1
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
-        d = S[slot]
+        d = S[ix(slot)]
         per_page = 2 if persistence(S, page << PAGE_SHIFT) != P_NONE else 1
         if d < 0:
             if slot != prev:
@@ -186,17 +186,17 @@ def map_pages(S, pt, start, end):
     a = S[H_ALLOC]
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
-        if S[slot] < 0:
-            S[slot] = S[a + A_CHUNKS]
-            S[a + A_CHUNKS] += 1
-        d = S[slot]
+        if S[ix(slot)] < 0:
+            S[ix(slot)] = S[ix(a + A_CHUNKS)]
+            S[ix(a + A_CHUNKS)] += 1
+        d = S[ix(slot)]
         pi = page & (CHUNK_PAGES - 1)
         if pt[d, pi] < 0:
-            pt[d, pi] = S[a + A_FRAMES]
-            S[a + A_FRAMES] += 1
+            pt[d, pi] = S[ix(a + A_FRAMES)]
+            S[ix(a + A_FRAMES)] += 1
             if persistence(S, page << PAGE_SHIFT) != P_NONE:
-                pt[d, DURABLE0 + pi] = S[a + A_FRAMES]
-                S[a + A_FRAMES] += 1
+                pt[d, DURABLE0 + pi] = S[ix(a + A_FRAMES)]
+                S[ix(a + A_FRAMES)] += 1
 
 
 @compiled
@@ -204,7 +204,7 @@ def first_poisoned(S, pt, start, end):
     """Address of the first poisoned 64-byte line overlapping mapped [start, end), or -1."""
     line = start >> 6
     while line <= (end - 1) >> 6:
-        d = S[_chunk_slot(S, line << 6)]
+        d = S[ix(_chunk_slot(S, line << 6))]
         page_end = ((line >> 6) + 1) << 6     # first line of the next page
         if d >= 0:
             mask = pt[d, POISON0 + ((line >> 6) & (CHUNK_PAGES - 1))]
@@ -220,7 +220,7 @@ def first_poisoned(S, pt, start, end):
 def set_poison(S, pt, addr, on):
     """Poison (or heal) the line holding `addr`, whose page must be present. Returns 1 if
     its state changed."""
-    d = S[_chunk_slot(S, addr)]
+    d = S[ix(_chunk_slot(S, addr))]
     col = POISON0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))
     bit = np.int64(1) << ((addr >> 6) & 63)
     old = pt[d, col]

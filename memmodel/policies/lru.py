@@ -1,21 +1,21 @@
 """Least recently used: one last-use stamp per way (as ChampSim's LRU)."""
-from memmodel.jit import inlined
+from memmodel.jit import inlined, ix
 
 
 @inlined
 def on_hit(S, r0, ways, way, stamp):
-    S[r0 + way] = stamp
+    S[ix(r0 + way)] = stamp
 
 
 @inlined
 def on_fill(S, r0, ways, way, stamp):
-    S[r0 + way] = stamp
+    S[ix(r0 + way)] = stamp
 
 
 @inlined
 def victim(S, r0, ways, rng_i):
     best = 0
     for w in range(1, ways):
-        if S[r0 + w] < S[r0 + best]:
+        if S[ix(r0 + w)] < S[ix(r0 + best)]:
             best = w
     return best

@@ -3,7 +3,7 @@
 The set's ways-1 tree nodes live in S[r0 : r0+ways-1]; node n has children 2n+1 and
 2n+2, and its bit names the half (0 left, 1 right) that holds the next victim.
 """
-from memmodel.jit import inlined
+from memmodel.jit import inlined, ix
 
 
 @inlined
@@ -13,7 +13,7 @@ def _point_away(S, r0, ways, way):
     lo = 0
     while half >= 1:
         right = way >= lo + half
-        S[r0 + node] = 0 if right else 1
+        S[ix(r0 + node)] = 0 if right else 1
         if right:
             lo += half
             node = 2 * node + 2
@@ -38,7 +38,7 @@ def victim(S, r0, ways, rng_i):
     way = 0
     half = ways >> 1
     while half >= 1:
-        if S[r0 + node]:
+        if S[ix(r0 + node)]:
             way += half
             node = 2 * node + 2
         else:

@@ -1,7 +1,7 @@
 """Random replacement from a seeded xorshift64 generator (deterministic per seed)."""
 import numpy as np
 
-from memmodel.jit import inlined
+from memmodel.jit import inlined, ix
 
 
 @inlined
@@ -16,9 +16,9 @@ def on_fill(S, r0, ways, way, stamp):
 
 @inlined
 def victim(S, r0, ways, rng_i):
-    x = np.uint64(S[rng_i])
+    x = np.uint64(S[ix(rng_i)])
     x ^= x << np.uint64(13)
     x ^= x >> np.uint64(7)
     x ^= x << np.uint64(17)
-    S[rng_i] = np.int64(x)
+    S[ix(rng_i)] = np.int64(x)
     return np.int64(x % np.uint64(ways))

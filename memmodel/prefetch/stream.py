@@ -5,7 +5,7 @@ the stream; each confirmation issues up to `degree` lines, never more than `dist
 lines ahead of the miss nor past the page. Pages are tracked in a small table replaced
 least recently used; the table size is the profile's prefetch.stream_entries.
 """
-from memmodel.jit import compiled
+from memmodel.jit import compiled, ix
 from memmodel.layout import H_STREAM
 
 PAGE, LAST, NEXT, STAMP = range(4)   # columns of a table row
@@ -26,31 +26,31 @@ def init_sections(layout, S, entries):
 def train(S, line, distance, degree):
     page = line >> 6
     st = S[H_STREAM]
-    S[st + CLOCK] += 1
+    S[ix(st + CLOCK)] += 1
     e = -1
     oldest = 1
-    for i in range(1, S[st + SIZE] + 1):
-        if S[st + 4 * i + PAGE] == page:
+    for i in range(1, S[ix(st + SIZE)] + 1):
+        if S[ix(st + 4 * i + PAGE)] == page:
             e = i
             break
-        if S[st + 4 * i + STAMP] < S[st + 4 * oldest + STAMP]:
+        if S[ix(st + 4 * i + STAMP)] < S[ix(st + 4 * oldest + STAMP)]:
             oldest = i
     if e < 0:
         o = st + 4 * oldest
-        S[o + PAGE] = page
-        S[o + LAST] = line
-        S[o + NEXT] = line + 1
-        S[o + STAMP] = S[st + CLOCK]
+        S[ix(o + PAGE)] = page
+        S[ix(o + LAST)] = line
+        S[ix(o + NEXT)] = line + 1
+        S[ix(o + STAMP)] = S[ix(st + CLOCK)]
         return 0, 0
     o = st + 4 * e
-    S[o + STAMP] = S[st + CLOCK]
-    last = S[o + LAST]
-    S[o + LAST] = line
+    S[ix(o + STAMP)] = S[ix(st + CLOCK)]
+    last = S[ix(o + LAST)]
+    S[ix(o + LAST)] = line
     if line != last + 1 and line != last:
-        S[o + NEXT] = line + 1
+        S[ix(o + NEXT)] = line + 1
         return 0, 0
-    first = max(S[o + NEXT], line + 1)
+    first = max(S[ix(o + NEXT)], line + 1)
     limit = min(line + distance, ((page + 1) << 6) - 1)
     count = max(0, min(degree, limit - first + 1))
-    S[o + NEXT] = first + count
+    S[ix(o + NEXT)] = first + count
     return first, count
