@@ -232,15 +232,19 @@ class Machine:
         if bad >= 0:
             raise UnmappedAccess("unmapped access", -1, "(facade)", int(bad))
 
+    def _make_present(self, addr, n):
+        """Give every page of mapped [addr, addr+n) a frame, growing the pools as needed."""
+        need = np.zeros(2, dtype=np.int64)
+        mm.missing_pages(self.S, self.pt, addr, addr + n, need)
+        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
+        mm.map_pages(self.S, self.pt, addr, addr + n)
+
     def write(self, addr, data):
         """Place bytes in memory without timing (set-up of buffers before a run)."""
         raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) \
             else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         self._check_mapped(addr, len(raw))
-        need = np.zeros(2, dtype=np.int64)
-        mm.missing_pages(self.S, self.pt, addr, addr + len(raw), need)
-        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
-        mm.map_pages(self.S, self.pt, addr, addr + len(raw))
+        self._make_present(addr, len(raw))
         mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
         mm.persist_range(self.S, self.pt, self.frames, addr, addr + len(raw))
 
@@ -251,10 +255,7 @@ class Machine:
         raise MachineCheck unless the op is machine-check safe (FLAG_MCSAFE), which stops at
         the line instead."""
         self._check_mapped(addr, 1)
-        need = np.zeros(2, dtype=np.int64)
-        mm.missing_pages(self.S, self.pt, addr, addr + 1, need)
-        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
-        mm.map_pages(self.S, self.pt, addr, addr + 1)
+        self._make_present(addr, 1)
         mode, ac = self.mode, self.S[st.S_AC]
         self.mode = "kernel"          # out of band: no privilege or SMAP check applies
         self.S[st.S_AC] = 1
