@@ -66,6 +66,7 @@ from emu.state import (
     ST_FAULT_UNMAPPED,
     ST_NEED_PAGES,
     ST_OK,
+    T_BRANCH_RESOLVE,
     T_CLAC,
     T_CLFLUSH,
     T_CLFLUSHOPT,
@@ -986,6 +987,15 @@ def _load_address(S, ops, i, val, mask):
     return a
 
 
+@inlined
+def _index_mask(S, ops, j, t, dep):
+    """INDEX_MASK op j issued at cycle t (`dep`: when the previous load's data is ready):
+    (the mask, the cycle the masked index is ready)."""
+    if ops[j, COL_FLAGS] & FLAG_DEPENDENT:
+        t = max(t, dep)
+    return (-1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0), t + S[T_INDEX_MASK]
+
+
 @compiled
 def _transient(S, pt, frames, ops, j0, j1, resolve):
     """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
@@ -1017,10 +1027,7 @@ def _transient(S, pt, frames, ops, j0, j1, resolve):
                 dep = max(dep, _demand(S, (a + size - 1) >> 6, t, K_LOAD))
             val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[T_FUNCTIONAL] else 0
         elif op == INDEX_MASK:
-            if flags & FLAG_DEPENDENT:
-                t = max(t, dep)
-            mask = -1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0
-            dep = t + S[T_INDEX_MASK]
+            mask, dep = _index_mask(S, ops, j, t, dep)
         elif op == WORK:
             work += ops[j, COL_IMM]
         elif op != STORE and op != MOVNT and op != SITE:
@@ -1036,7 +1043,7 @@ def _branch(S, pt, frames, ops, i):
     t = S[S_NOW]
     if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
         t = max(t, S[S_DEP_READY])
-    resolve = t + 1
+    resolve = t + S[T_BRANCH_RESOLVE]
     inside = ops[i, COL_ADDR] < ops[i, COL_SIZE]
     predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
     body = ops[i, COL_IMM]
@@ -1140,9 +1147,7 @@ def run(S, pt, frames, ops, data, start, res, out):
         elif op == BRANCH:
             i += _branch(S, pt, frames, ops, i)
         elif op == INDEX_MASK:
-            t = S[S_DEP_READY] if flags & FLAG_DEPENDENT else S[S_NOW]
-            S[S_MASK] = -1 if addr < size else 0
-            S[S_DEP_READY] = max(t, S[S_NOW]) + S[T_INDEX_MASK]
+            S[S_MASK], S[S_DEP_READY] = _index_mask(S, ops, i, S[S_NOW], S[S_DEP_READY])
             _issue(S, 3)   # cmp, sbb, and
         if S[S_FAULT] != ST_OK:
             _fixup(S, pt, frames, ops, i, ok, res)

@@ -65,6 +65,7 @@ _INSTR = {
     "rep_movsb_bytes_per_cycle": (_NUM, True, 1),
     "rep_movsb_nrfo_threshold_bytes": (_INT, True, 0),
     "branch_mispredict_cycles": (_INT, True, 0),
+    "branch_resolve_cycles": (_INT, True, 0),
     "index_mask_cycles": (_INT, True, 0),
     "fault_fixup_cycles": (_INT, True, 0),
     "machine_check_cycles": (_INT, True, 0),

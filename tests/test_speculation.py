@@ -61,7 +61,8 @@ def test_mispredicted_branch_costs_resolution_plus_penalty():
     right = m1.run(Program().branch(1, 2, 0, predict_in=True)).cycles
     wrong = m2.run(Program().branch(1, 2, 0, predict_in=False)).cycles
     penalty = m1.profile.get("instr.branch_mispredict_cycles")
-    assert wrong - right == 1 + penalty   # resolves 1 cycle after issue, then the refetch
+    resolve = m1.profile.get("instr.branch_resolve_cycles")
+    assert resolve == 1 and wrong - right == resolve + penalty   # resolution, then the refetch
 
 
 def test_branch_runs_the_body_only_in_bounds_and_transient_stores_are_dropped():
