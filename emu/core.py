@@ -125,14 +125,17 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import (
+    H_FLAGS,
     H_LFB,
     H_PEND,
     H_PQ,
+    H_READY,
     H_REGION_CTR,
     H_ROB_DONE,
     H_ROB_SEQ,
     H_SB,
     H_SITE_CTR,
+    H_TAGS,
     H_WC,
 )
 from memmodel.prefetch import PF_NEXT_LINE, PF_NONE, next_line, stream
@@ -151,16 +154,18 @@ FULL_MASK = -1                          # all 64 bytes of a WC buffer written
 
 # ---------------------------------------------------------------- issue and windows
 @inlined
-def _issue(S, uops):
-    """Spend issue bandwidth: `uops` at uops_per_cycle."""
-    f = S[S_UOP_FRAC] + uops
-    upc = S[T_UPC]
+def _issue_v(now, frac, seq, uops, upc):
+    """Spend issue bandwidth: `uops` at `upc` uops per cycle. Returns (now, frac, seq)."""
+    f = frac + uops
     if f < upc:  # the common case, without an integer division
-        S[S_UOP_FRAC] = f
-    else:
-        S[S_NOW] += f // upc
-        S[S_UOP_FRAC] = f % upc
-    S[S_UOP_SEQ] += uops
+        return now, f, seq + uops
+    return now + f // upc, f % upc, seq + uops
+
+
+@inlined
+def _issue(S, uops):
+    S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ] = _issue_v(S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ],
+                                                     uops, S[T_UPC])
 
 
 @inlined
@@ -174,59 +179,78 @@ def _site_count(S, counter, n):
     S[ix(S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter)] += n
 
 
+# The ROB and store-buffer rings take and return their scalars (now, head, count, ...) so
+# that a hot loop can keep them in registers (_l1_run); the S forms load and store them.
+@inlined
+def _rob_gate_v(S, now, seq, head, count):
+    """Retire completed loads; stall while the oldest incomplete one is a ROB behind.
+    Returns (now, head, count)."""
+    rob = S[T_ROB]
+    seqs, done = S[H_ROB_SEQ], S[H_ROB_DONE]
+    while count > 0:
+        d = S[ix(done + head)]
+        if d > now:
+            if seq - S[ix(seqs + head)] < rob and count < rob:
+                break
+            now = d
+        head = head + 1 if head + 1 < rob else 0   # (head + 1) % rob, head < rob
+        count -= 1
+    return now, head, count
+
+
 @inlined
 def _rob_gate(S):
-    """Retire completed loads; stall while the oldest incomplete one is a ROB behind."""
+    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT] = _rob_gate_v(S, S[S_NOW], S[S_UOP_SEQ],
+                                                          S[S_ROB_HEAD], S[S_ROB_COUNT])
+
+
+@inlined
+def _rob_push_v(S, done, now, seq, head, count, loads_max):
+    """An incomplete load occupies the window until `done`. Returns
+    (now, head, count, loads_max)."""
+    if done <= now:
+        return now, head, count, loads_max
     rob = S[T_ROB]
-    seq, done = S[H_ROB_SEQ], S[H_ROB_DONE]
-    while S[S_ROB_COUNT] > 0:
-        h = S[S_ROB_HEAD]
-        if S[ix(done + h)] > S[S_NOW]:
-            if S[S_UOP_SEQ] - S[ix(seq + h)] < rob and S[S_ROB_COUNT] < rob:
-                break
-            S[S_NOW] = S[ix(done + h)]
-        S[S_ROB_HEAD] = h + 1 if h + 1 < rob else 0   # (h + 1) % rob, h < rob
-        S[S_ROB_COUNT] -= 1
+    if count == rob:
+        now, head, count = _rob_gate_v(S, now, seq, head, count)
+    i = head + count   # (head + count) % rob, both < rob
+    if i >= rob:
+        i -= rob
+    S[ix(S[H_ROB_SEQ] + i)] = seq
+    S[ix(S[H_ROB_DONE] + i)] = done
+    return now, head, count + 1, max(loads_max, done)
 
 
 @inlined
 def _rob_push(S, done):
-    """An incomplete load occupies the window until `done`."""
-    if done <= S[S_NOW]:
-        return
-    rob = S[T_ROB]
-    if S[S_ROB_COUNT] == rob:
-        _rob_gate(S)
-    i = S[S_ROB_HEAD] + S[S_ROB_COUNT]   # (head + count) % rob, both < rob
-    if i >= rob:
-        i -= rob
-    S[ix(S[H_ROB_SEQ] + i)] = S[S_UOP_SEQ]
-    S[ix(S[H_ROB_DONE] + i)] = done
-    S[S_ROB_COUNT] += 1
-    if done > S[S_LOADS_MAX]:
-        S[S_LOADS_MAX] = done
+    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX] = _rob_push_v(
+        S, done, S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX])
+
+
+@inlined
+def _sb_push_v(S, drain, now, head, count, last, end):
+    """A store (or flush) enters the store buffer, draining in order; full stalls issue.
+    Returns (now, head, count, last, end)."""
+    n = S[T_SB]
+    sb = S[H_SB]
+    # ring indices wrap by compare, not %: head < n and count <= n
+    while count > 0 and S[ix(sb + head)] <= now:
+        head = head + 1 if head + 1 < n else 0
+        count -= 1
+    if count == n:
+        now = max(now, S[ix(sb + head)])
+        head = head + 1 if head + 1 < n else 0
+        count -= 1
+    drain = max(drain, last)
+    tail = head + count
+    S[ix(sb + (tail - n if tail >= n else tail))] = drain
+    return now, head, count + 1, drain, max(end, drain)
 
 
 @inlined
 def _sb_push(S, drain):
-    """A store (or flush) enters the store buffer, draining in order; full stalls issue."""
-    n = S[T_SB]
-    sb = S[H_SB]
-    # ring indices wrap by compare, not %: head < n and count <= n
-    while S[S_SB_COUNT] > 0 and S[ix(sb + S[S_SB_HEAD])] <= S[S_NOW]:
-        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
-        S[S_SB_COUNT] -= 1
-    if S[S_SB_COUNT] == n:
-        _stall_until(S, S[ix(sb + S[S_SB_HEAD])])
-        S[S_SB_HEAD] = S[S_SB_HEAD] + 1 if S[S_SB_HEAD] + 1 < n else 0
-        S[S_SB_COUNT] -= 1
-    drain = max(drain, S[S_SB_LAST])
-    tail = S[S_SB_HEAD] + S[S_SB_COUNT]
-    S[ix(sb + (tail - n if tail >= n else tail))] = drain
-    S[S_SB_COUNT] += 1
-    S[S_SB_LAST] = drain
-    if drain > S[S_END]:
-        S[S_END] = drain
+    S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END] = _sb_push_v(
+        S, drain, S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END])
 
 
 # ---------------------------------------------------------------- memory side
@@ -473,10 +497,10 @@ def _walk(S, line, t0, first, kind):
 def _free_lfb(S):
     """Index of the line fill buffer that frees first."""
     lfb = S[H_LFB]
-    best = 0
-    for i in range(1, S[T_LFB]):
-        if S[ix(lfb + i)] < S[ix(lfb + best)]:
-            best = i
+    best, first = 0, S[ix(lfb)]
+    for i in range(1, S[T_LFB]):   # the minimum in a register: no reload through `best`
+        if S[ix(lfb + i)] < first:
+            best, first = i, S[ix(lfb + i)]
     return best
 
 
@@ -1056,6 +1080,7 @@ def _branch(S, pt, frames, ops, i):
 
 
 PF_AHEAD = 16   # ops of lookahead for host prefetch hints
+L1_RUN_BACKOFF = 8   # a guess; any value gives the same results
 
 
 @inlined
@@ -1071,6 +1096,100 @@ def _host_prefetch_op(S, ops, j):
 
 
 @compiled
+def _l1_run(S, pt, frames, ops, data, i, n):
+    """Execute ops i.. while they are plain loads and stores within one line that hit L1
+    and need no check (the common case of most traces), with the pipeline scalars, the L1
+    use stamp and hit counters in registers; returns the first op not executed. Each op
+    has exactly the effects the general path gives it (same helpers, same order): only
+    the loads and stores of S between ops are gone, whose store-to-load chains bound the
+    general path."""
+    functional = S[T_FUNCTIONAL]
+    lo, hi, page_ok = S[S_REG_LO], S[S_REG_HI], S[S_PAGE_OK]
+    # stores into an eADR region queue their lines for the persistence domain: general path
+    if functional and hi > lo and mm.persistence(S, lo) == mm.P_EADR:
+        page_ok = -1
+    hit = cm.hit_cycles(S, 0)
+    upc, commit = S[T_UPC], S[T_STORE_COMMIT]
+    tags, flg, rdy = S[H_TAGS], S[H_FLAGS], S[H_READY]
+    now, frac, seq = S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ]
+    rh, rc, lmax, dep = S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX], S[S_DEP_READY]
+    sh, sc, sl, end = S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END]
+    stamp = S[cm.LV_AT + cm.LV_STAMP]
+    # the two L1 blocks used last (a copy alternates between a source and a destination
+    # line), each valid while its block still holds its line
+    ml0, ms0, mb0 = S[cm.L1_MEMO_AT + cm.MEMO_LINE], S[cm.L1_MEMO_AT + cm.MEMO_SET], \
+        S[cm.L1_MEMO_AT + cm.MEMO_BLOCK]
+    ml1, ms1, mb1 = -1, 0, 0
+    start = i
+    lhits, shits = 0, 0
+    while i < n:
+        op = ops[i, COL_OP]
+        flags = ops[i, COL_FLAGS]
+        addr = ops[i, COL_ADDR]
+        size = ops[i, COL_SIZE]
+        if op == LOAD:
+            if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
+                                           and ops[i + 1, COL_FLAGS] & FLAG_INDEXED):
+                break
+        elif op != STORE or flags or (functional and addr >> 12 != page_ok):
+            break
+        if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
+            break
+        line = addr >> 6
+        if line == ml0 and S[ix(tags + mb0)] == line:
+            i0, b = ms0, mb0
+        elif line == ml1 and S[ix(tags + mb1)] == line:
+            i0, b = ms1, mb1
+            ml1, ms1, mb1 = ml0, ms0, mb0
+            ml0, ms0, mb0 = line, i0, b
+        else:
+            i0 = cm.set_start(S, 0, line)
+            b = cm.find(S, 0, i0, line)
+            if b < 0:
+                break
+            ml1, ms1, mb1 = ml0, ms0, mb0
+            ml0, ms0, mb0 = line, i0, b
+        f = S[ix(flg + b)]
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
+            break
+        if i + PF_AHEAD < n:
+            _host_prefetch_op(S, ops, i + PF_AHEAD)
+        now, rh, rc = _rob_gate_v(S, now, seq, rh, rc)
+        stamp += 1
+        cm.on_hit(S, 0, i0, b, stamp)
+        if op == LOAD:
+            t0 = now
+            if flags and dep > t0:
+                t0 = dep
+            lhits += 1
+            done = max(t0 + hit, S[ix(rdy + b)])
+            now, frac, seq = _issue_v(now, frac, seq, 1, upc)
+            dep = done
+            now, rh, rc, lmax = _rob_push_v(S, done, now, seq, rh, rc, lmax)
+        else:
+            shits += 1
+            S[ix(flg + b)] = f | cm.F_DIRTY
+            ready = max(now + hit, S[ix(rdy + b)])
+            now, sh, sc, sl, end = _sb_push_v(S, max(ready, now + 1, sl + commit),
+                                              now, sh, sc, sl, end)
+            now, frac, seq = _issue_v(now, frac, seq, 1, upc)
+            if functional:
+                _store_data(S, pt, frames, ops, data, i, addr, size)
+        i += 1
+    if i == start:
+        return i
+    S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ] = now, frac, seq
+    S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX], S[S_DEP_READY] = rh, rc, lmax, dep
+    S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END] = sh, sc, sl, end
+    S[cm.LV_AT + cm.LV_STAMP] = stamp
+    S[S_OPS] += i - start
+    cm.count(S, 0, cm.C_LOAD_HIT, lhits)
+    cm.count(S, 0, cm.C_STORE_HIT, shits)
+    cm.remember_l1(S, ml0, ms0, mb0)
+    return i
+
+
+@compiled
 def run(S, pt, frames, ops, data, start, res, out):
     """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
     on a stop out[2:4] say why. The op that stopped the run has had no effect. res[i] gets
@@ -1080,7 +1199,18 @@ def run(S, pt, frames, ops, data, start, res, out):
     functional = S[T_FUNCTIONAL]
     n = ops.shape[0]
     i = start
+    skip = 0   # after _l1_run took no op (a miss), the next few loads and stores bypass it
     while i < n:
+        op = ops[i, COL_OP]
+        if (op == LOAD or op == STORE) and skip == 0:
+            j = _l1_run(S, pt, frames, ops, data, i, n)
+            if j == n:
+                break
+            if j == i:
+                skip = L1_RUN_BACKOFF
+            i = j
+        elif skip > 0:
+            skip -= 1
         out[1] = i
         if i + PF_AHEAD < n:
             _host_prefetch_op(S, ops, i + PF_AHEAD)

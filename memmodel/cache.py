@@ -15,8 +15,11 @@ P_LRU, P_PLRU, P_FIFO, P_RANDOM = range(4)
 assert POLICY_IDS == ("lru", "plru", "fifo", "random")
 
 # lv[level, field]
-LV_SETS, LV_MASK, LV_WAYS, LV_BASE, LV_HIT, LV_POLICY, LV_RNG, LV_STAMP = range(8)
-N_LV = 8
+LV_SETS, LV_MASK, LV_WAYS, LV_BASE, LV_HIT, LV_POLICY, LV_RNG, LV_STAMP, LV_EMPTY = range(9)
+N_LV = 9
+# LV_EMPTY: how many of the level's blocks are invalid, derived from the tags (a victim
+# choice scans the set for an invalid way only while there are any: once a level is full,
+# that scan would find none)
 
 # flags[block] bits
 F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
@@ -63,6 +66,7 @@ def init_sections(layout, S, levels, seed=0):
         # xorshift must not start at 0; distinct per level, fixed by the seed
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
         lv[i, LV_RNG] = np.uint64(x).view(np.int64)
+        lv[i, LV_EMPTY] = sets * lvl["ways"]
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
 
@@ -158,8 +162,16 @@ def touch(S, lvl, i0, b):
     """Replacement update for a hit on block `b` of the set starting at block `i0`."""
     o = LV_AT + lvl * N_LV
     S[ix(o + LV_STAMP)] += 1
+    on_hit(S, lvl, i0, b, S[ix(o + LV_STAMP)])
+
+
+@inlined
+def on_hit(S, lvl, i0, b, stamp):
+    """touch() with the level's use stamp already advanced to `stamp` (a hot loop keeps
+    the stamp in a register and stores it once)."""
+    o = LV_AT + lvl * N_LV
     r0 = S[H_REPL] + i0
-    ways, p, stamp = S[ix(o + LV_WAYS)], S[ix(o + LV_POLICY)], S[ix(o + LV_STAMP)]
+    ways, p = S[ix(o + LV_WAYS)], S[ix(o + LV_POLICY)]
     if p == P_LRU:
         lru.on_hit(S, r0, ways, b - i0, stamp)
     elif p == P_PLRU:
@@ -174,10 +186,11 @@ def touch(S, lvl, i0, b):
 def _victim_way(S, lvl, i0):
     o = LV_AT + lvl * N_LV
     ways = S[ix(o + LV_WAYS)]
-    t = S[H_TAGS] + i0
-    for w in range(ways):
-        if S[ix(t + w)] == INVALID:
-            return w
+    if S[ix(o + LV_EMPTY)] > 0:
+        t = S[H_TAGS] + i0
+        for w in range(ways):
+            if S[ix(t + w)] == INVALID:
+                return w
     p = S[ix(o + LV_POLICY)]
     r0 = S[H_REPL] + i0
     if p == P_LRU:
@@ -202,6 +215,8 @@ def fill(S, lvl, i0, line, at, flg):
         count(S, lvl, C_EVICT, 1)
         if old_dirty:
             count(S, lvl, C_WRITEBACK, 1)
+    else:
+        S[ix(LV_AT + lvl * N_LV + LV_EMPTY)] -= 1
     S[ix(S[H_TAGS] + b)] = line
     S[ix(S[H_FLAGS] + b)] = flg
     S[ix(S[H_READY] + b)] = at
@@ -225,6 +240,8 @@ def fill(S, lvl, i0, line, at, flg):
 def invalidate(S, lvl, b):
     """Drop block `b`; returns whether it was dirty."""
     was_dirty = S[ix(S[H_FLAGS] + b)] & F_DIRTY
+    if S[ix(S[H_TAGS] + b)] != INVALID:
+        S[ix(LV_AT + lvl * N_LV + LV_EMPTY)] += 1
     S[ix(S[H_TAGS] + b)] = INVALID
     S[ix(S[H_FLAGS] + b)] = 0
     count(S, lvl, C_INVAL, 1)

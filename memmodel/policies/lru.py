@@ -14,8 +14,8 @@ def on_fill(S, r0, ways, way, stamp):
 
 @inlined
 def victim(S, r0, ways, rng_i):
-    best = 0
-    for w in range(1, ways):
-        if S[ix(r0 + w)] < S[ix(r0 + best)]:
-            best = w
+    best, oldest = 0, S[ix(r0)]
+    for w in range(1, ways):   # the minimum in a register: no reload through `best`
+        if S[ix(r0 + w)] < oldest:
+            best, oldest = w, S[ix(r0 + w)]
     return best
