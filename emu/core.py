@@ -180,7 +180,7 @@ def _site_count(S, counter, n):
 
 
 # The ROB and store-buffer rings take and return their scalars (now, head, count, ...) so
-# that a hot loop can keep them in registers (_l1_run); the S forms load and store them.
+# that a hot loop can keep them in registers (_plain_run); the S forms load and store them.
 @inlined
 def _rob_gate_v(S, now, seq, head, count):
     """Retire completed loads; stall while the oldest incomplete one is a ROB behind.
@@ -1080,7 +1080,7 @@ def _branch(S, pt, frames, ops, i):
 
 
 PF_AHEAD = 16   # ops of lookahead for host prefetch hints
-L1_RUN_BACKOFF = 8   # a guess; any value gives the same results
+PLAIN_RUN_BACKOFF = 8   # a guess; any value gives the same results
 
 
 @inlined
@@ -1096,13 +1096,13 @@ def _host_prefetch_op(S, ops, j):
 
 
 @compiled
-def _l1_run(S, pt, frames, ops, data, i, n):
-    """Execute ops i.. while they are plain loads and stores within one line that hit L1
-    and need no check (the common case of most traces), with the pipeline scalars, the L1
-    use stamp and hit counters in registers; returns the first op not executed. Each op
-    has exactly the effects the general path gives it (same helpers, same order): only
-    the loads and stores of S between ops are gone, whose store-to-load chains bound the
-    general path."""
+def _plain_run(S, pt, frames, ops, data, i, n):
+    """Execute ops i.. while they are plain loads and stores within one line that need no
+    check (the common case of most traces), with the pipeline scalars, the L1 use stamp
+    and hit counters in registers; returns the first op not executed. Each op has exactly
+    the effects the general path gives it (same helpers, same order): only the loads and
+    stores of S between ops are gone, whose store-to-load chains bound the general path.
+    An L1 miss hands the scalars it uses (now, end, the stamp) to _demand_miss in S."""
     functional = S[T_FUNCTIONAL]
     lo, hi, page_ok = S[S_REG_LO], S[S_REG_HI], S[S_PAGE_OK]
     # stores into an eADR region queue their lines for the persistence domain: general path
@@ -1145,36 +1145,46 @@ def _l1_run(S, pt, frames, ops, data, i, n):
         else:
             i0 = cm.set_start(S, 0, line)
             b = cm.find(S, 0, i0, line)
-            if b < 0:
-                break
-            ml1, ms1, mb1 = ml0, ms0, mb0
-            ml0, ms0, mb0 = line, i0, b
-        f = S[ix(flg + b)]
-        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
+            if b >= 0:
+                ml1, ms1, mb1 = ml0, ms0, mb0
+                ml0, ms0, mb0 = line, i0, b
+        if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT):
             break
         if i + PF_AHEAD < n:
             _host_prefetch_op(S, ops, i + PF_AHEAD)
         now, rh, rc = _rob_gate_v(S, now, seq, rh, rc)
-        stamp += 1
-        cm.on_hit(S, 0, i0, b, stamp)
-        if op == LOAD:
-            t0 = now
-            if flags and dep > t0:
-                t0 = dep
-            lhits += 1
-            done = max(t0 + hit, S[ix(rdy + b)])
-            now, frac, seq = _issue_v(now, frac, seq, 1, upc)
-            dep = done
-            now, rh, rc, lmax = _rob_push_v(S, done, now, seq, rh, rc, lmax)
+        t0 = now
+        if op == LOAD and flags and dep > t0:
+            t0 = dep
+        if b >= 0:
+            stamp += 1
+            cm.on_hit(S, 0, i0, b, stamp)
+            ready = max(t0 + hit, S[ix(rdy + b)])
+            if op == LOAD:
+                lhits += 1
+            else:
+                shits += 1
+                S[ix(flg + b)] |= cm.F_DIRTY
         else:
-            shits += 1
-            S[ix(flg + b)] = f | cm.F_DIRTY
-            ready = max(now + hit, S[ix(rdy + b)])
-            now, sh, sc, sl, end = _sb_push_v(S, max(ready, now + 1, sl + commit),
+            S[S_NOW], S[S_END], S[cm.LV_AT + cm.LV_STAMP] = now, end, stamp
+            ready = _demand_miss(S, line, t0, K_LOAD if op == LOAD else K_STORE)
+            now, end, stamp = S[S_NOW], S[S_END], S[cm.LV_AT + cm.LV_STAMP]
+            ml1, ms1, mb1 = ml0, ms0, mb0
+            ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO_SET], \
+                S[cm.L1_MEMO_AT + cm.MEMO_BLOCK]
+        if op == LOAD:
+            now, frac, seq = _issue_v(now, frac, seq, 1, upc)
+            dep = ready
+            now, rh, rc, lmax = _rob_push_v(S, ready, now, seq, rh, rc, lmax)
+        else:
+            # t0: the cycle the store issued, before a miss's stall
+            now, sh, sc, sl, end = _sb_push_v(S, max(ready, t0 + 1, sl + commit),
                                               now, sh, sc, sl, end)
             now, frac, seq = _issue_v(now, frac, seq, 1, upc)
             if functional:
                 _store_data(S, pt, frames, ops, data, i, addr, size)
+        if b < 0 and functional and S[S_PQ_COUNT]:   # a miss wrote a dirty victim back
+            _persist_queue(S, pt, frames)
         i += 1
     if i == start:
         return i
@@ -1199,15 +1209,15 @@ def run(S, pt, frames, ops, data, start, res, out):
     functional = S[T_FUNCTIONAL]
     n = ops.shape[0]
     i = start
-    skip = 0   # after _l1_run took no op (a miss), the next few loads and stores bypass it
+    skip = 0   # after _plain_run took no op, the next few loads and stores bypass it
     while i < n:
         op = ops[i, COL_OP]
         if (op == LOAD or op == STORE) and skip == 0:
-            j = _l1_run(S, pt, frames, ops, data, i, n)
+            j = _plain_run(S, pt, frames, ops, data, i, n)
             if j == n:
                 break
             if j == i:
-                skip = L1_RUN_BACKOFF
+                skip = PLAIN_RUN_BACKOFF
             i = j
         elif skip > 0:
             skip -= 1
