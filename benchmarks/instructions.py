@@ -1,0 +1,106 @@
+"""Instructions the compiled core executes per op, counted by valgrind's callgrind.
+
+    python benchmarks/instructions.py [--ops N] [--traces l1hit,lineseq,seq,rand] [--json]
+
+Wall time on a shared 2-core machine moves by 30-50% between runs; an instruction count
+does not move at all for the same code and input, so it shows small changes to the core
+that wall time cannot (it is not a time: host-cache misses and branch mispredictions are
+not in it). Per trace, two runs under callgrind: one builds, validates and runs N plain
+8-byte loads, one only builds and validates them; the difference over N is the core's
+instructions per load.
+
+The core is compiled for a generic x86-64 (NUMBA_CPU_NAME=generic), first outside valgrind:
+numba keys its on-disk cache on the CPU, and valgrind's CPU differs from the host's, so
+without this the core would be compiled inside valgrind (hours). Needs valgrind.
+
+Traces (emulator set-up of benchmarks/throughput.py, functional data off):
+  l1hit    loads cycling through 16 KiB (every load hits L1)
+  lineseq  one load per line, sequential (every load misses every level)
+  seq      sequential 8-byte loads (trace (a) of throughput.py)
+  rand     uniform random 8-byte loads over 256 MiB (trace (b))
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+TRACES = ("l1hit", "lineseq", "seq", "rand")
+
+
+def trace(kind, n):
+    from benchmarks import throughput as tb
+    if kind == "l1hit":
+        return (np.arange(n, dtype=np.int64) * 8) % 16384
+    if kind == "lineseq":
+        return np.arange(n, dtype=np.int64) * 64
+    if kind == "seq":
+        return np.arange(n, dtype=np.int64) * 8
+    if kind == "rand":
+        return np.random.default_rng(0).integers(0, tb.RANDOM_SPAN // 8, n, dtype=np.int64) * 8
+    raise ValueError(f"unknown trace {kind!r}: one of {', '.join(TRACES)}")
+
+
+def child(kind, n, execute):
+    from benchmarks import throughput as tb
+    from isa.program import Program
+    tb.emu_warmup()
+    m = tb.emu_machine(functional=False)
+    p = Program(capacity=max(n, 1)).loads(trace(kind, n), 8)
+    if execute:
+        m.run(p)
+    else:
+        p.validate()
+
+
+def callgrind(kind, n, execute, env):
+    with tempfile.TemporaryDirectory() as d:
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/out",
+               sys.executable, os.path.abspath(__file__), "--child", kind, str(n),
+               "run" if execute else "build"]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode or not m:
+            raise RuntimeError(f"callgrind failed for {kind}:\n{r.stderr[-2000:]}")
+        return int(m.group(1))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, default=200_000)
+    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        kind, n, mode = args.child
+        child(kind, int(n), mode == "run")
+        return
+    kinds = args.traces.split(",")
+    for k in kinds:
+        trace(k, 1)   # an unknown name fails here, before anything runs
+    if not shutil.which("valgrind"):
+        sys.exit("instructions.py needs valgrind (apt-get install valgrind)")
+    env = dict(os.environ, NUMBA_CPU_NAME="generic")
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "l1hit", "1", "run"],
+                   env=env, check=True)   # compile (or load) the generic core outside valgrind
+    out = {}
+    for k in kinds:
+        full = callgrind(k, args.ops, True, env)
+        build = callgrind(k, args.ops, False, env)
+        out[k] = (full - build) / args.ops
+        if not args.json:
+            print(f"{k:8s} {out[k]:8.0f} instructions per load", flush=True)
+    if args.json:
+        print(json.dumps({"ops": args.ops, "instructions_per_op": out}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
