@@ -631,17 +631,26 @@ def _evict_everywhere(S, line, keep):
 
 
 @inlined
-def _wc_drain(S, i, t, r):
-    """Send WC buffer i's bytes to memory as one (possibly partial) posted write (r: the
-    region of its line, or -1)."""
+def _wc_send(S, i, line, mask, t, r):
+    """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
+    partial) posted write (r: the region of the line, or -1)."""
     o = S[H_WC] + 4 * i
-    acc = _mem_write(S, r, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, PK_FENCED)
+    acc = _mem_write(S, r, line, mask, t, PK_FENCED)
     S[ix(o + WC_BUSY)] = acc
     S[ix(o + WC_LINE)] = -1
     S[ix(o + WC_MASK)] = 0
     if acc > S[S_WB_PENDING]:
         S[S_WB_PENDING] = acc
     return acc
+
+
+@inlined
+def _wc_drain(S, i, t, r):
+    o = S[H_WC] + 4 * i
+    return _wc_send(S, i, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, r)
+
+
+NEVER = (1 << 63) - 1   # a cycle later than any
 
 
 @inlined
@@ -654,15 +663,19 @@ def _movnt_bytes(S, addr, size, r):
     n = S[T_WC]
     wc = S[H_WC]
     slot = -1
-    best = -1   # a free buffer, the one available first (wanted if none holds the line)
+    # a free buffer, the one available first (wanted if none holds the line), chosen
+    # without a branch: which one it is varies unpredictably
+    best, best_busy = -1, NEVER
     for i in range(n):
         o = wc + 4 * i
-        if S[ix(o + WC_LINE)] == line:
+        li = S[ix(o + WC_LINE)]
+        if li == line:
             slot = i
             break
-        if S[ix(o + WC_LINE)] == -1 and \
-                (best < 0 or S[ix(o + WC_BUSY)] < S[ix(wc + 4 * best + WC_BUSY)]):
-            best = i
+        busy = S[ix(o + WC_BUSY)]
+        take = (li == -1) & (busy < best_busy)
+        best = i if take else best
+        best_busy = busy if take else best_busy
     if slot < 0:
         if best < 0:  # all hold data: the oldest leaves partially filled
             best = 0
@@ -675,10 +688,11 @@ def _movnt_bytes(S, addr, size, r):
         S[ix(wc + 4 * slot + WC_LINE)] = line
         S[S_MEM_STAMP] += 1
         S[ix(wc + 4 * slot + WC_STAMP)] = S[S_MEM_STAMP]
-    bits = FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63)
-    S[ix(wc + 4 * slot + WC_MASK)] |= bits
-    if S[ix(wc + 4 * slot + WC_MASK)] == FULL_MASK:
-        _wc_drain(S, slot, S[S_NOW], r)
+    mask = S[ix(wc + 4 * slot + WC_MASK)] | (
+        FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63))
+    S[ix(wc + 4 * slot + WC_MASK)] = mask
+    if mask == FULL_MASK:   # the line and mask just written: not read back from S
+        _wc_send(S, slot, line, mask, S[S_NOW], r)
 
 
 @compiled
@@ -720,6 +734,11 @@ def _flush(S, line, kind, r):
     _issue(S, 1)
 
 
+# Lines of lookahead for the host-cache hints of bulk ops: the LLC's tags of each line are
+# a host cache miss (its sets span megabytes), the other levels' are host-cached.
+BULK_AHEAD = 4
+
+
 @compiled
 def _flush_range(S, pt, frames, addr, size, kind):
     """FLUSH_RANGE: a flush of every line of [addr, addr + size), each write-back moved on
@@ -730,6 +749,7 @@ def _flush_range(S, pt, frames, addr, size, kind):
             page = (line << 6) >> mm.PAGE_SHIFT
             r = mm.find_region(S, line << 6)
             row = mm.page_row(S, line << 6)
+        cm.prefetch_tags(S, S[T_LEVELS] - 1, line + BULK_AHEAD)
         _rob_gate(S)
         _flush(S, line, kind, r)
         if S[S_PQ_COUNT]:
@@ -776,6 +796,7 @@ def _copy(S, pt, frames, op, dst, src, n):
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         s = src + pos
+        cm.prefetch_tags(S, S[T_LEVELS] - 1, (d >> 6) + BULK_AHEAD)
         if d >> mm.PAGE_SHIFT != dpage:
             dpage = d >> mm.PAGE_SHIFT
             r = mm.find_region(S, d)

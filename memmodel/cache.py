@@ -124,18 +124,27 @@ def l1_find(S, line):
 
 
 @inlined
+def _prefetch_ways(S, a, ways):
+    """Host-cache hints for S[a:a + ways], one a host cache line (8 ways)."""
+    for w in range(0, ways + 7, 8):
+        host_prefetch(S, a + min(w, ways - 1))
+
+
+@inlined
 def prefetch_set(S, lvl, line):
     """Host-cache hint only: start loading the state of `line`'s set at `lvl` (tags, repl,
     flags, ready of every way) so that a later lookup/fill does not wait for it."""
     i0 = set_start(S, lvl, line)
     ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
-    t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
-    for w in range(0, ways + 7, 8):
-        k = min(w, ways - 1)
-        host_prefetch(S, t + k)
-        host_prefetch(S, r + k)
-        host_prefetch(S, f + k)
-        host_prefetch(S, d + k)
+    for a in (S[H_TAGS], S[H_REPL], S[H_FLAGS], S[H_READY]):
+        _prefetch_ways(S, a + i0, ways)
+
+
+@inlined
+def prefetch_tags(S, lvl, line):
+    """Host-cache hint for the tags of `line`'s set at `lvl`: all that a lookup which
+    misses reads (a bulk op's lines, not cached, evicted or flushed, miss at the LLC)."""
+    _prefetch_ways(S, S[H_TAGS] + set_start(S, lvl, line), S[ix(LV_AT + lvl * N_LV + LV_WAYS)])
 
 
 @inlined
