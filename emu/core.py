@@ -394,6 +394,8 @@ def _evicted(S, lvl, vline, vdirty, t):
             _mem_write(S, -1, vline, FULL_MASK, t, PK_NOW)
             return
         i0 = cm.set_start(S, lvl, vline)
+        if lvl == nlev - 1:   # the LLC's state is not host-cached: its misses overlap
+            cm.prefetch_blocks(S, lvl, i0)
         b = cm.find(S, lvl, i0, vline)
         if b >= 0:
             cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
@@ -734,7 +736,7 @@ def _flush(S, line, kind, r):
     _issue(S, 1)
 
 
-# Lines of lookahead for the host-cache hints of bulk ops: the LLC's tags of each line are
+# Lines of lookahead for the host-cache hints of bulk ops: the LLC's state of each line is
 # a host cache miss (its sets span megabytes), the other levels' are host-cached.
 BULK_AHEAD = 4
 
@@ -749,7 +751,7 @@ def _flush_range(S, pt, frames, addr, size, kind):
             page = (line << 6) >> mm.PAGE_SHIFT
             r = mm.find_region(S, line << 6)
             row = mm.page_row(S, line << 6)
-        cm.prefetch_tags(S, S[T_LEVELS] - 1, line + BULK_AHEAD)
+        cm.prefetch_set(S, S[T_LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
         _rob_gate(S)
         _flush(S, line, kind, r)
         if S[S_PQ_COUNT]:
