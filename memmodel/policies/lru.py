@@ -14,8 +14,12 @@ def on_fill(S, r0, ways, way, stamp):
 
 @inlined
 def victim(S, r0, ways, rng_i):
-    best = 0
+    """The way used longest ago (the first of equal stamps), chosen without a branch per
+    way: which way wins varies unpredictably."""
+    best, oldest = 0, S[ix(r0)]
     for w in range(1, ways):
-        if S[ix(r0 + w)] < S[ix(r0 + best)]:
-            best = w
+        s = S[ix(r0 + w)]
+        take = s < oldest
+        best = w if take else best
+        oldest = s if take else oldest
     return best
