@@ -254,18 +254,32 @@ def _sb_push(S, drain):
 
 
 # ---------------------------------------------------------------- memory side
+@inlined
+def _popcount(x):
+    """Set bits of the 64-bit x: the sign bit, then SWAR over the other 63. No step may
+    overflow: LLVM assumes signed arithmetic does not, and folds comparisons of the result
+    accordingly (a multiply-and-shift sum of the bytes made popcount < 64 false)."""
+    n = 1 if x < 0 else 0
+    x &= 0x7FFFFFFFFFFFFFFF
+    x -= (x >> 1) & 0x5555555555555555
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    x += x >> 8
+    x += x >> 16
+    x += x >> 32
+    return n + (x & 0x7F)
+
+
 @compiled
-def _mem_write(S, line, mask, t, pkind):
+def _mem_write(S, r, line, mask, t, pkind):
     """Posted write of the bytes of `line` selected by `mask`; returns the WPQ accept cycle.
-    With functional memory, a write to a persistent region is queued for the persistence
-    domain: durable at once (PK_NOW) or at the next fence (PK_FENCED)."""
+    `r`: the line's region, if the caller knows it (a bulk op looks it up once a page),
+    else -1. With functional memory, a write to a persistent region is queued for the
+    persistence domain: durable at once (PK_NOW) or at the next fence (PK_FENCED)."""
     addr = line << 6
-    r = mm.find_region(S, addr)
-    nbytes = 64
-    if mask != FULL_MASK:
-        nbytes = 0
-        for bit in range(64):
-            nbytes += (mask >> bit) & 1
+    if r < 0:
+        r = mm.find_region(S, addr)
+    nbytes = 64 if mask == FULL_MASK else _popcount(mask)
     S[S_MEM_STAMP] += 1
     acc = md.write(S, mm.reg(S, r, mm.RG_MEDIA), addr, nbytes, t,
                    mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
@@ -308,21 +322,23 @@ def _apply_oldest_pending(S, pt, frames):
 
 
 @compiled
-def _persist_queue(S, pt, frames):
+def _persist_queue(S, pt, frames, page, row):
     """Move this op's queued writes on: durable now, or snapshot until the next fence (a
-    full snapshot ring makes its oldest write durable: it has long been accepted)."""
+    full snapshot ring makes its oldest write durable: it has long been accepted).
+    (page, row): a page and its mm.page_row, if the caller knows them (else page -1)."""
     n = min(S[S_PQ_COUNT], PQ_ENTRIES)
-    page, src_f = -1, -1    # the last page's frame (pages keep their frames during a run)
-    for k in range(n):
+    for k in range(n):   # pages keep their frames during a run
         o = S[H_PQ] + 3 * k
         line, mask = S[ix(o + PQ_LINE)], S[ix(o + PQ_MASK)]
         addr = line << 6
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
-            src_f = mm.frame_of(S, pt, addr)
+            row = mm.page_row(S, addr)
+        src_f = mm.frame_in(pt, row, addr)
         src_off = addr & (mm.PAGE_BYTES - 1)
         if S[ix(o + PQ_KIND)] == PK_NOW:
-            mm.persist_bytes(S, pt, frames, line, mask, src_f, src_off)
+            mm.durable_move(frames, mm.durable_frame_in(pt, row, addr), src_off, mask,
+                            src_f, src_off)
             continue
         if S[S_PEND_COUNT] == mm.SNAPSHOTS:
             _apply_oldest_pending(S, pt, frames)
@@ -399,9 +415,11 @@ def _evicted(S, lvl, vline, vdirty, t):
             return
         lvl += 1
         if lvl >= nlev:
-            _mem_write(S, vline, FULL_MASK, t, PK_NOW)
+            _mem_write(S, -1, vline, FULL_MASK, t, PK_NOW)
             return
         i0 = cm.set_start(S, lvl, vline)
+        if lvl == nlev - 1:   # the LLC's state is not host-cached: its misses overlap
+            cm.prefetch_blocks(S, lvl, i0)
         b = cm.find(S, lvl, i0, vline)
         if b >= 0:
             cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
@@ -639,10 +657,11 @@ def _evict_everywhere(S, line, keep):
 
 
 @inlined
-def _wc_drain(S, i, t):
-    """Send WC buffer i's bytes to memory as one (possibly partial) posted write."""
+def _wc_send(S, i, line, mask, t, r):
+    """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
+    partial) posted write (r: the region of the line, or -1)."""
     o = S[H_WC] + 4 * i
-    acc = _mem_write(S, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, PK_FENCED)
+    acc = _mem_write(S, r, line, mask, t, PK_FENCED)
     S[ix(o + WC_BUSY)] = acc
     S[ix(o + WC_LINE)] = -1
     S[ix(o + WC_MASK)] = 0
@@ -652,39 +671,54 @@ def _wc_drain(S, i, t):
 
 
 @inlined
-def _movnt_bytes(S, addr, size):
-    """Non-temporal store of `size` bytes within one line through a WC buffer."""
+def _wc_drain(S, i, t, r):
+    o = S[H_WC] + 4 * i
+    return _wc_send(S, i, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, r)
+
+
+NEVER = (1 << 63) - 1   # a cycle later than any
+
+
+@inlined
+def _movnt_bytes(S, addr, size, r):
+    """Non-temporal store of `size` bytes within one line through a WC buffer (r: the
+    region of addr, or -1)."""
     line = addr >> 6
     if _evict_everywhere(S, line, False):
-        _mem_write(S, line, FULL_MASK, S[S_NOW], PK_NOW)
+        _mem_write(S, r, line, FULL_MASK, S[S_NOW], PK_NOW)
     n = S[T_WC]
     wc = S[H_WC]
     slot = -1
+    # a free buffer, the one available first (wanted if none holds the line), chosen
+    # without a branch: which one it is varies unpredictably
+    best, best_busy = -1, NEVER
     for i in range(n):
-        if S[ix(wc + 4 * i + WC_LINE)] == line:
+        o = wc + 4 * i
+        li = S[ix(o + WC_LINE)]
+        if li == line:
             slot = i
             break
+        busy = S[ix(o + WC_BUSY)]
+        take = (li == -1) & (busy < best_busy)
+        best = i if take else best
+        best_busy = busy if take else best_busy
     if slot < 0:
-        best = -1
-        for i in range(n):  # a free buffer, the one available first
-            if S[ix(wc + 4 * i + WC_LINE)] == -1 and \
-                    (best < 0 or S[ix(wc + 4 * i + WC_BUSY)] < S[ix(wc + 4 * best + WC_BUSY)]):
-                best = i
         if best < 0:  # all hold data: the oldest leaves partially filled
             best = 0
             for i in range(1, n):
                 if S[ix(wc + 4 * i + WC_STAMP)] < S[ix(wc + 4 * best + WC_STAMP)]:
                     best = i
-            _wc_drain(S, best, S[S_NOW])
+            _wc_drain(S, best, S[S_NOW], -1)
         _stall_until(S, S[ix(wc + 4 * best + WC_BUSY)])
         slot = best
         S[ix(wc + 4 * slot + WC_LINE)] = line
         S[S_MEM_STAMP] += 1
         S[ix(wc + 4 * slot + WC_STAMP)] = S[S_MEM_STAMP]
-    bits = FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63)
-    S[ix(wc + 4 * slot + WC_MASK)] |= bits
-    if S[ix(wc + 4 * slot + WC_MASK)] == FULL_MASK:
-        _wc_drain(S, slot, S[S_NOW])
+    mask = S[ix(wc + 4 * slot + WC_MASK)] | (
+        FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63))
+    S[ix(wc + 4 * slot + WC_MASK)] = mask
+    if mask == FULL_MASK:   # the line and mask just written: not read back from S
+        _wc_send(S, slot, line, mask, S[S_NOW], r)
 
 
 @compiled
@@ -695,21 +729,22 @@ def _wc_drain_all(S):
     latest = 0
     for i in range(S[T_WC]):
         if S[ix(wc + 4 * i + WC_LINE)] != -1:
-            _wc_drain(S, i, t)
+            _wc_drain(S, i, t, -1)
         latest = max(latest, S[ix(wc + 4 * i + WC_BUSY)])
     return latest
 
 
 @inlined
-def _flush(S, line, kind):
-    """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence)."""
+def _flush(S, line, kind, r):
+    """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
+    r: the line's region, or -1."""
     now = S[S_NOW]
     dirty = _evict_everywhere(S, line, kind == CLWB)
     if kind == CLFLUSH:
         start = max(now, S[S_CLFLUSH_CHAIN])
         done = start + S[T_CLFLUSH]
         if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
-            done = max(done, _mem_write(S, line, FULL_MASK, start, PK_NOW))
+            done = max(done, _mem_write(S, r, line, FULL_MASK, start, PK_NOW))
         S[S_CLFLUSH_CHAIN] = done
         _sb_push(S, done)
     else:
@@ -718,11 +753,33 @@ def _flush(S, line, kind):
         S[S_FLUSH_UNIT] = start + cost
         done = start + cost
         if dirty:  # guaranteed durable only after the next fence
-            done = max(done, _mem_write(S, line, FULL_MASK, start, PK_FENCED))
+            done = max(done, _mem_write(S, r, line, FULL_MASK, start, PK_FENCED))
         if done > S[S_WB_PENDING]:
             S[S_WB_PENDING] = done
         _sb_push(S, start + cost)
     _issue(S, 1)
+
+
+# Lines of lookahead for the host-cache hints of bulk ops: the LLC's state of each line is
+# a host cache miss (its sets span megabytes), the other levels' are host-cached.
+BULK_AHEAD = 4
+
+
+@compiled
+def _flush_range(S, pt, frames, addr, size, kind):
+    """FLUSH_RANGE: a flush of every line of [addr, addr + size), each write-back moved on
+    to the persistence domain at once; region and pt row looked up once a page."""
+    page, r, row = -1, -1, -1
+    for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+        if (line << 6) >> mm.PAGE_SHIFT != page:
+            page = (line << 6) >> mm.PAGE_SHIFT
+            r = mm.find_region(S, line << 6)
+            row = mm.page_row(S, line << 6)
+        cm.prefetch_set(S, S[T_LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
+        _rob_gate(S)
+        _flush(S, line, kind, r)
+        if S[S_PQ_COUNT]:
+            _persist_queue(S, pt, frames, page, row)
 
 
 @compiled
@@ -757,29 +814,31 @@ def _copy(S, pt, frames, op, dst, src, n):
     functional = S[T_FUNCTIONAL]
     prev_src = -1
     pos = 0
-    # the frames of the last destination and source pages, and whether the destination
-    # page is under eADR (pages keep their frames and regions during a run)
-    dpage, fd, spage, fs, eadr = -1, -1, -1, -1, False
+    # the last destination page's region, pt row and frame, whether it is under eADR, and
+    # the last source page's frame (pages keep their frames and regions during a run, and
+    # regions are whole pages); a destination piece never crosses a page
+    dpage, r, drow, fd, eadr, spage, fs = -1, -1, -1, -1, False, -1, -1
     while pos < n:
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         s = src + pos
+        cm.prefetch_tags(S, S[T_LEVELS] - 1, (d >> 6) + BULK_AHEAD)
+        if d >> mm.PAGE_SHIFT != dpage:
+            dpage = d >> mm.PAGE_SHIFT
+            r = mm.find_region(S, d)
+            eadr = mm.reg(S, r, mm.RG_PERSIST) == mm.P_EADR
+            if functional:
+                drow = mm.page_row(S, d)
+                fd = mm.frame_in(pt, drow, d)
         if functional:  # piece by piece, so that a write-back sees the bytes copied so far
-            od = d & (mm.PAGE_BYTES - 1)
             os_ = s & (mm.PAGE_BYTES - 1)
-            if od + k <= mm.PAGE_BYTES and os_ + k <= mm.PAGE_BYTES:
-                if d >> mm.PAGE_SHIFT != dpage:
-                    dpage = d >> mm.PAGE_SHIFT
-                    fd = mm.frame_of(S, pt, d)
-                    eadr = mm.persistence(S, d) == mm.P_EADR
+            if os_ + k <= mm.PAGE_BYTES:
                 if s >> mm.PAGE_SHIFT != spage:
                     spage = s >> mm.PAGE_SHIFT
                     fs = mm.frame_of(S, pt, s)
-                mm.move(frames, fd, od, fs, os_, k)
+                mm.move(frames, fd, d & (mm.PAGE_BYTES - 1), fs, os_, k)
             else:
                 mm.copy_bytes(S, pt, frames, d, s, k)
-                eadr = mm.persistence(S, d) == mm.P_EADR
-                dpage = -1
         _rob_gate(S)
         t0 = S[S_NOW]
         ready = t0
@@ -793,7 +852,7 @@ def _copy(S, pt, frames, op, dst, src, n):
         _rob_push(S, ready)
         line = d >> 6
         if op == NT_COPY:
-            _movnt_bytes(S, d, k)
+            _movnt_bytes(S, d, k, r)
             _issue(S, words * (1 + S[T_MOVNT]))
         elif op == REP_MOVSB:
             if nrfo and k == 64:
@@ -812,7 +871,7 @@ def _copy(S, pt, frames, op, dst, src, n):
             if op != NT_COPY and eadr:  # _eadr_store(S, d, k): d..d+k is in one line
                 _pq_push(S, d >> 6, FULL_MASK, PK_NOW)
             if S[S_PQ_COUNT]:
-                _persist_queue(S, pt, frames)
+                _persist_queue(S, pt, frames, dpage, drow)
         pos += k
 
 
@@ -963,7 +1022,7 @@ def _zero_fill(S, pt, frames, dst, n):
             mm.write_imm(S, pt, frames, d, 0, k)
             _eadr_store(S, d, k)
             if S[S_PQ_COUNT]:
-                _persist_queue(S, pt, frames)
+                _persist_queue(S, pt, frames, -1, -1)
         pos += k
 
 
@@ -1184,7 +1243,7 @@ def _plain_run(S, pt, frames, ops, data, i, n):
             if functional:
                 _store_data(S, pt, frames, ops, data, i, addr, size)
         if b < 0 and functional and S[S_PQ_COUNT]:   # a miss wrote a dirty victim back
-            _persist_queue(S, pt, frames)
+            _persist_queue(S, pt, frames, -1, -1)
         i += 1
     if i == start:
         return i
@@ -1254,19 +1313,15 @@ def run(S, pt, frames, ops, data, start, res, out):
                     _eadr_store(S, addr, size)
         elif op == MOVNT:
             if ok == size:
-                _movnt_bytes(S, addr, size)
+                _movnt_bytes(S, addr, size, -1)
                 _issue(S, S[T_MOVNT])
                 if functional:
                     _store_data(S, pt, frames, ops, data, i, addr, size)
         elif op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
-            _flush(S, addr >> 6, op)
+            _flush(S, addr >> 6, op, -1)
         elif op == FLUSH_RANGE:
             if size > 0:
-                for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
-                    _rob_gate(S)
-                    _flush(S, line, ops[i, COL_IMM])
-                    if S[S_PQ_COUNT]:
-                        _persist_queue(S, pt, frames)
+                _flush_range(S, pt, frames, addr, size, ops[i, COL_IMM])
         elif op == SFENCE:
             _sfence(S)
         elif op == LFENCE:
@@ -1293,7 +1348,7 @@ def run(S, pt, frames, ops, data, start, res, out):
             _fixup(S, pt, frames, ops, i, ok, res)
         if functional:
             if S[S_PQ_COUNT]:
-                _persist_queue(S, pt, frames)
+                _persist_queue(S, pt, frames, -1, -1)
             if (op == SFENCE or op == MFENCE) and S[S_PEND_COUNT]:
                 _apply_pending(S, pt, frames)
         i += 1

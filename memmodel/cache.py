@@ -91,13 +91,28 @@ def set_start(S, lvl, line):
 
 
 @inlined
+def _first_way(S, t, ways, x):
+    """The first w < ways with S[t + w] == x, or -1. Four ways a step with one branch for
+    them: set scans are the hot loops of bulk ops, and a branch per way cost more than its
+    compare."""
+    w = 0
+    while w + 4 <= ways:
+        if (S[ix(t + w)] == x) | (S[ix(t + w + 1)] == x) | (S[ix(t + w + 2)] == x) | \
+                (S[ix(t + w + 3)] == x):
+            break
+        w += 4
+    while w < ways:
+        if S[ix(t + w)] == x:
+            return w
+        w += 1
+    return -1
+
+
+@inlined
 def find(S, lvl, i0, line):
     """Block index holding `line` in the set whose first way is block `i0`, or -1."""
-    t = S[H_TAGS] + i0
-    for w in range(S[ix(LV_AT + lvl * N_LV + LV_WAYS)]):
-        if S[ix(t + w)] == line:
-            return i0 + w
-    return -1
+    w = _first_way(S, S[H_TAGS] + i0, S[ix(LV_AT + lvl * N_LV + LV_WAYS)], line)
+    return i0 + w if w >= 0 else -1
 
 
 @inlined
@@ -128,18 +143,33 @@ def l1_find(S, line):
 
 
 @inlined
-def prefetch_set(S, lvl, line):
-    """Host-cache hint only: start loading the state of `line`'s set at `lvl` (tags, repl,
-    flags, ready of every way) so that a later lookup/fill does not wait for it."""
-    i0 = set_start(S, lvl, line)
-    ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
-    t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
+def _prefetch_ways(S, a, ways):
+    """Host-cache hints for S[a:a + ways], one a host cache line (8 ways)."""
     for w in range(0, ways + 7, 8):
-        k = min(w, ways - 1)
-        host_prefetch(S, t + k)
-        host_prefetch(S, r + k)
-        host_prefetch(S, f + k)
-        host_prefetch(S, d + k)
+        host_prefetch(S, a + min(w, ways - 1))
+
+
+@inlined
+def prefetch_blocks(S, lvl, i0):
+    """Host-cache hint only: start loading the state (tags, repl, flags, ready of every way)
+    of the set at `lvl` whose first way is block i0, so that a later lookup/fill does not
+    wait for it, or waits for its arrays at once rather than one after the other."""
+    ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
+    for a in (S[H_TAGS], S[H_REPL], S[H_FLAGS], S[H_READY]):
+        _prefetch_ways(S, a + i0, ways)
+
+
+@inlined
+def prefetch_set(S, lvl, line):
+    """prefetch_blocks for `line`'s set."""
+    prefetch_blocks(S, lvl, set_start(S, lvl, line))
+
+
+@inlined
+def prefetch_tags(S, lvl, line):
+    """Host-cache hint for the tags of `line`'s set at `lvl`: all that a lookup which
+    misses reads (a bulk op's lines, not cached, evicted or flushed, miss at the LLC)."""
+    _prefetch_ways(S, S[H_TAGS] + set_start(S, lvl, line), S[ix(LV_AT + lvl * N_LV + LV_WAYS)])
 
 
 @inlined
@@ -187,10 +217,9 @@ def _victim_way(S, lvl, i0):
     o = LV_AT + lvl * N_LV
     ways = S[ix(o + LV_WAYS)]
     if S[ix(o + LV_EMPTY)] > 0:
-        t = S[H_TAGS] + i0
-        for w in range(ways):
-            if S[ix(t + w)] == INVALID:
-                return w
+        w = _first_way(S, S[H_TAGS] + i0, ways, INVALID)
+        if w >= 0:
+            return w
     p = S[ix(o + LV_POLICY)]
     r0 = S[H_REPL] + i0
     if p == P_LRU:

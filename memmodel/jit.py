@@ -76,3 +76,18 @@ def host_prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@_intrinsic
+def trailing_zeros(typingctx, x):
+    """Number of trailing zero bits of the int64 x (llvm.cttz; 64 for x = 0): a shift
+    instead of a division by a power of two known only at run time."""
+    sig = _types.int64(_types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = _ir.IntType(64)
+        fn = _cgutils.get_or_insert_function(
+            builder.module, _ir.FunctionType(i64, [i64, _ir.IntType(1)]), "llvm.cttz.i64")
+        return builder.call(fn, [args[0], _ir.Constant(_ir.IntType(1), 0)])
+
+    return sig, codegen

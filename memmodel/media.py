@@ -10,7 +10,7 @@ served from it take the buffered latency, evicting a partially written XPLine co
 read-modify-write of the whole XPLine. A remote (other NUMA node) request also crosses the
 interconnect, a shared link with its own bandwidth and latency.
 """
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import compiled, inlined, ix, trailing_zeros
 from memmodel.layout import H_CHAN, H_MCNT, H_MGLOB, H_MP
 
 FP = 1024
@@ -120,8 +120,13 @@ def _mcount(S, m, counter, n):
 @inlined
 def _channel_row(S, p, addr):
     """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
-    ch = S[ix(p + M_CHAN0)] + (addr // S[ix(p + M_INTERLEAVE)]) % S[ix(p + M_CHANNELS)]
-    return S[H_CHAN] + ch * S[S[H_MGLOB] + G_CHAN_STRIDE]
+    il, n = S[ix(p + M_INTERLEAVE)], S[ix(p + M_CHANNELS)]
+    # powers of two (the usual case; the profile keeps both positive): no 64-bit division
+    if (il & (il - 1)) | (n & (n - 1)) == 0:
+        c = (addr >> trailing_zeros(il)) & (n - 1)
+    else:
+        c = (addr // il) % n
+    return S[H_CHAN] + (S[ix(p + M_CHAN0)] + c) * S[S[H_MGLOB] + G_CHAN_STRIDE]
 
 
 @inlined

@@ -123,12 +123,32 @@ def _chunk_slot(S, addr):
 
 
 @inlined
+def page_row(S, addr):
+    """Row of `pt` for mapped `addr`'s chunk, or -1 if no page of it was ever touched: a
+    bulk op looks it up once a page and then finds the frames with frame_in."""
+    return S[ix(_chunk_slot(S, addr))]
+
+
+@inlined
+def frame_in(pt, row, addr):
+    """frame_of(addr), given row = page_row(addr)."""
+    if row < 0:
+        return -1
+    return pt[row, (addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1)]
+
+
+@inlined
+def durable_frame_in(pt, row, addr):
+    """durable_frame_of(addr), given row = page_row(addr)."""
+    if row < 0:
+        return -1
+    return pt[row, DURABLE0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))]
+
+
+@inlined
 def frame_of(S, pt, addr):
     """Frame index of the page holding mapped `addr`, or -1 if never touched."""
-    d = S[ix(_chunk_slot(S, addr))]
-    if d < 0:
-        return -1
-    return pt[d, (addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1)]
+    return frame_in(pt, page_row(S, addr), addr)
 
 
 @inlined
@@ -146,10 +166,7 @@ def unmapped_in(S, start, end):
 @inlined
 def durable_frame_of(S, pt, addr):
     """Frame of the durable image of `addr`'s page (persistent regions), or -1."""
-    d = S[ix(_chunk_slot(S, addr))]
-    if d < 0:
-        return -1
-    return pt[d, DURABLE0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))]
+    return durable_frame_in(pt, page_row(S, addr), addr)
 
 
 @inlined

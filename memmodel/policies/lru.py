@@ -14,8 +14,12 @@ def on_fill(S, r0, ways, way, stamp):
 
 @inlined
 def victim(S, r0, ways, rng_i):
+    """The way used longest ago (the first of equal stamps), chosen without a branch per
+    way: which way wins varies unpredictably."""
     best, oldest = 0, S[ix(r0)]
-    for w in range(1, ways):   # the minimum in a register: no reload through `best`
-        if S[ix(r0 + w)] < oldest:
-            best, oldest = w, S[ix(r0 + w)]
+    for w in range(1, ways):
+        s = S[ix(r0 + w)]
+        take = s < oldest
+        best = w if take else best
+        oldest = s if take else oldest
     return best
