@@ -155,8 +155,13 @@ def prefetch_blocks(S, lvl, i0):
     of the set at `lvl` whose first way is block i0, so that a later lookup/fill does not
     wait for it, or waits for its arrays at once rather than one after the other."""
     ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
-    for a in (S[H_TAGS], S[H_REPL], S[H_FLAGS], S[H_READY]):
-        _prefetch_ways(S, a + i0, ways)
+    t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
+    for w in range(0, ways + 7, 8):   # one loop for the four arrays: this runs for most ops
+        k = min(w, ways - 1)
+        host_prefetch(S, t + k)
+        host_prefetch(S, r + k)
+        host_prefetch(S, f + k)
+        host_prefetch(S, d + k)
 
 
 @inlined
