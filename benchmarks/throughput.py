@@ -210,12 +210,12 @@ def pcs_stats(caches):
              "stores": c.STORE_count, "evicts": c.EVICT_count} for c in caches]
 
 
-def _pcs_timed(make_trace, replay):
+def _pcs_timed(make_trace, replay, geometry=(L1, L2, L3)):
     """Build the trace, set up the hierarchy and replay, each timed apart."""
     with Timer() as build:
         trace = make_trace()
     with Timer() as setup:
-        cs, caches = pcs_hierarchy([L1, L2, L3])
+        cs, caches = pcs_hierarchy(list(geometry))
     with Timer() as sim:
         replay(cs, trace)
     del trace
