@@ -29,7 +29,8 @@ from memmodel import cache as cm  # noqa: E402
 DERIVED = ("l1_memo",)
 
 
-# Derived columns: lv's count of invalid blocks per level (memmodel.cache.LV_EMPTY).
+# Derived columns: lv's from LV_EMPTY on (memmodel.cache: the count of invalid blocks per
+# level, the reciprocal of the set count).
 DERIVED_COLUMNS = {"lv": cm.LV_EMPTY}
 
 

@@ -131,6 +131,7 @@ from memmodel.layout import (
     H_PQ,
     H_READY,
     H_REGION_CTR,
+    H_REPL,
     H_ROB_DONE,
     H_ROB_SEQ,
     H_SB,
@@ -179,14 +180,15 @@ def _site_count(S, counter, n):
     S[ix(S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter)] += n
 
 
-# The ROB and store-buffer rings take and return their scalars (now, head, count, ...) so
-# that a hot loop can keep them in registers (_plain_run); the S forms load and store them.
+# The ROB and store-buffer rings take and return their scalars (now, head, count, ...), and
+# take their sizes and section offsets, so that a hot loop can keep all of them in registers
+# (_plain_run: a store to S makes the compiler reload anything read from S); the S forms
+# load and store them.
 @inlined
-def _rob_gate_v(S, now, seq, head, count):
+def _rob_gate_v(S, rob, seqs, done, now, seq, head, count):
     """Retire completed loads; stall while the oldest incomplete one is a ROB behind.
-    Returns (now, head, count)."""
-    rob = S[T_ROB]
-    seqs, done = S[H_ROB_SEQ], S[H_ROB_DONE]
+    `rob`: the ROB's size, `seqs` and `done` its sections' offsets. Returns (now, head,
+    count)."""
     while count > 0:
         d = S[ix(done + head)]
         if d > now:
@@ -200,39 +202,38 @@ def _rob_gate_v(S, now, seq, head, count):
 
 @inlined
 def _rob_gate(S):
-    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT] = _rob_gate_v(S, S[S_NOW], S[S_UOP_SEQ],
-                                                          S[S_ROB_HEAD], S[S_ROB_COUNT])
+    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT] = _rob_gate_v(
+        S, S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD],
+        S[S_ROB_COUNT])
 
 
 @inlined
-def _rob_push_v(S, done, now, seq, head, count, loads_max):
+def _rob_push_v(S, rob, seqs, dones, done, now, seq, head, count, loads_max):
     """An incomplete load occupies the window until `done`. Returns
     (now, head, count, loads_max)."""
     if done <= now:
         return now, head, count, loads_max
-    rob = S[T_ROB]
     if count == rob:
-        now, head, count = _rob_gate_v(S, now, seq, head, count)
+        now, head, count = _rob_gate_v(S, rob, seqs, dones, now, seq, head, count)
     i = head + count   # (head + count) % rob, both < rob
     if i >= rob:
         i -= rob
-    S[ix(S[H_ROB_SEQ] + i)] = seq
-    S[ix(S[H_ROB_DONE] + i)] = done
+    S[ix(seqs + i)] = seq
+    S[ix(dones + i)] = done
     return now, head, count + 1, max(loads_max, done)
 
 
 @inlined
 def _rob_push(S, done):
     S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX] = _rob_push_v(
-        S, done, S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX])
+        S, S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], done, S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD],
+        S[S_ROB_COUNT], S[S_LOADS_MAX])
 
 
 @inlined
-def _sb_push_v(S, drain, now, head, count, last, end):
+def _sb_push_v(S, n, sb, drain, now, head, count, last, end):
     """A store (or flush) enters the store buffer, draining in order; full stalls issue.
-    Returns (now, head, count, last, end)."""
-    n = S[T_SB]
-    sb = S[H_SB]
+    `n`: its size, `sb`: its section's offset. Returns (now, head, count, last, end)."""
     # ring indices wrap by compare, not %: head < n and count <= n
     while count > 0 and S[ix(sb + head)] <= now:
         head = head + 1 if head + 1 < n else 0
@@ -250,7 +251,8 @@ def _sb_push_v(S, drain, now, head, count, last, end):
 @inlined
 def _sb_push(S, drain):
     S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END] = _sb_push_v(
-        S, drain, S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END])
+        S, S[T_SB], S[H_SB], drain, S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST],
+        S[S_END])
 
 
 # ---------------------------------------------------------------- memory side
@@ -1146,10 +1148,10 @@ PLAIN_RUN_BACKOFF = 8   # a guess; any value gives the same results
 def _host_prefetch_op(S, ops, j):
     """Host-cache hint for op j (a few ops ahead): if it is a load or store of a new line,
     start loading its sets' state below L1 (L1's is small and stays in the host cache)."""
-    op = ops[j, COL_OP]
+    op = ops[ix(j), COL_OP]
     if op == LOAD or op == STORE:
-        line = ops[j, COL_ADDR] >> 6
-        if line != ops[j - 1, COL_ADDR] >> 6 and line != ops[j - 2, COL_ADDR] >> 6:
+        line = ops[ix(j), COL_ADDR] >> 6
+        if line != ops[ix(j - 1), COL_ADDR] >> 6 and line != ops[ix(j - 2), COL_ADDR] >> 6:
             for lvl in range(1, S[T_LEVELS]):
                 cm.prefetch_set(S, lvl, line)
 
@@ -1170,6 +1172,8 @@ def _plain_run(S, pt, frames, ops, data, i, n):
     hit = cm.hit_cycles(S, 0)
     upc, commit = S[T_UPC], S[T_STORE_COMMIT]
     tags, flg, rdy = S[H_TAGS], S[H_FLAGS], S[H_READY]
+    rob, rseq, rdone, sbn, sb = S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], S[T_SB], S[H_SB]
+    policy, ways, repl = cm.policy(S, 0), cm.ways(S, 0), S[H_REPL]
     now, frac, seq = S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ]
     rh, rc, lmax, dep = S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX], S[S_DEP_READY]
     sh, sc, sl, end = S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END]
@@ -1182,13 +1186,13 @@ def _plain_run(S, pt, frames, ops, data, i, n):
     start = i
     lhits, shits = 0, 0
     while i < n:
-        op = ops[i, COL_OP]
-        flags = ops[i, COL_FLAGS]
-        addr = ops[i, COL_ADDR]
-        size = ops[i, COL_SIZE]
+        op = ops[ix(i), COL_OP]
+        flags = ops[ix(i), COL_FLAGS]
+        addr = ops[ix(i), COL_ADDR]
+        size = ops[ix(i), COL_SIZE]
         if op == LOAD:
             if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
-                                           and ops[i + 1, COL_FLAGS] & FLAG_INDEXED):
+                                           and ops[ix(i + 1), COL_FLAGS] & FLAG_INDEXED):
                 break
         elif op != STORE or flags or (functional and addr >> 12 != page_ok):
             break
@@ -1211,13 +1215,13 @@ def _plain_run(S, pt, frames, ops, data, i, n):
             break
         if i + PF_AHEAD < n:
             _host_prefetch_op(S, ops, i + PF_AHEAD)
-        now, rh, rc = _rob_gate_v(S, now, seq, rh, rc)
+        now, rh, rc = _rob_gate_v(S, rob, rseq, rdone, now, seq, rh, rc)
         t0 = now
         if op == LOAD and flags and dep > t0:
             t0 = dep
         if b >= 0:
             stamp += 1
-            cm.on_hit(S, 0, i0, b, stamp)
+            cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
             ready = max(t0 + hit, S[ix(rdy + b)])
             if op == LOAD:
                 lhits += 1
@@ -1234,10 +1238,10 @@ def _plain_run(S, pt, frames, ops, data, i, n):
         if op == LOAD:
             now, frac, seq = _issue_v(now, frac, seq, 1, upc)
             dep = ready
-            now, rh, rc, lmax = _rob_push_v(S, ready, now, seq, rh, rc, lmax)
+            now, rh, rc, lmax = _rob_push_v(S, rob, rseq, rdone, ready, now, seq, rh, rc, lmax)
         else:
             # t0: the cycle the store issued, before a miss's stall
-            now, sh, sc, sl, end = _sb_push_v(S, max(ready, t0 + 1, sl + commit),
+            now, sh, sc, sl, end = _sb_push_v(S, sbn, sb, max(ready, t0 + 1, sl + commit),
                                               now, sh, sc, sl, end)
             now, frac, seq = _issue_v(now, frac, seq, 1, upc)
             if functional:

@@ -91,3 +91,15 @@ def trailing_zeros(typingctx, x):
         return builder.call(fn, [args[0], _ir.Constant(_ir.IntType(1), 0)])
 
     return sig, codegen
+
+
+@_intrinsic
+def as_float(typingctx, bits):
+    """The float64 whose bit pattern is the int64 `bits` (a float kept in an int64 state
+    buffer)."""
+    sig = _types.float64(_types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], _ir.DoubleType())
+
+    return sig, codegen
