@@ -67,6 +67,7 @@ _INSTR = {
     "branch_mispredict_cycles": (_INT, True, 0),
     "branch_resolve_cycles": (_INT, True, 0),
     "index_mask_cycles": (_INT, True, 0),
+    "div64_cycles": (_INT, True, 0),
     "fault_fixup_cycles": (_INT, True, 0),
     "machine_check_cycles": (_INT, True, 0),
 }
@@ -106,6 +107,7 @@ _SOFTWARE = {
     "fs_write_iter_ns": (_NUM, True, 0),
     "vhost_net_tx_ns": (_NUM, True, 0),
     "tun_xdp_ns": (_NUM, True, 0),
+    "dma_pool_call_ns": (_NUM, True, 0),
 }
 _REGION = {
     "name": (_STR, False, None),

@@ -1,0 +1,86 @@
+"""Scenario `dmapool-test`: DMA pool allocator metadata placement (mm/dmapool_test.c).
+
+For each of the test's six pools, `--rounds` (default 100, the test's NR_TESTS) rounds of:
+allocate `blocks` blocks, then free them in the same order; the metric is the time of all
+rounds in microseconds, per row, as the test prints it (scenarios.md §3). Variants
+(kernels/dmapool.py): `orig`, the v6.4+ allocator with its free-list links inside the free
+DMA blocks; `list`, RFC v2 with the block metadata in a per-page array and `dma_pool_free`
+walking the page list; `maple`, as `list` but finding the block in a maple tree. The non-memory
+work of each call is a declared cost, the same in every variant ([software] dma_pool_call_ns);
+page allocation in the first round is not modelled. scenarios.md gives no published figure:
+the emulator predicts.
+"""
+from emu.machine import Machine
+from emu.scenarios.common import positive_int
+from isa import Program
+from kernels import dmapool
+
+NAME = "dmapool-test"
+DEFAULT_PROFILE = "skylake-ddr4"
+VARIANTS = dmapool.VARIANTS
+METRIC = "time_us"
+SENSITIVE = ("software.dma_pool_call_ns", "instr.div64_cycles", "instr.mfence_cycles",
+             "core.freq_ghz")
+
+
+def configure(parser):
+    parser.add_argument("--rounds", type=positive_int, default=dmapool.NR_TESTS,
+                        help="rounds of allocate-all, free-all per pool (default: %(default)s, "
+                             "the test's NR_TESTS)")
+
+
+def kernel_base(m):
+    """Start of the kernel memory the pools live in: the first supervisor DRAM region of
+    node 0 large enough for a test row."""
+    for r in sorted(m.regions.values(), key=lambda r: r["base"]):
+        if r["privilege"] == "supervisor" and r["node"] == 0 and r["size_bytes"] >= \
+                dmapool.SPAN_BYTES and m.profile.values["media"][r["media"]]["kind"] == "dram":
+            return r["base"]
+    raise ValueError(f"profile {m.profile.name!r} has no supervisor DRAM region on node 0 of "
+                     f"{dmapool.SPAN_BYTES >> 20} MiB or more for the pools")
+
+
+def run_row(profile, overrides, variant, parms, rounds):
+    """Emulated microseconds of `rounds` rounds of one row, and the pool's page count."""
+    m = Machine(profile, overrides or None)
+    pool = dmapool.DmaPool(variant, *parms, kernel_base(m))
+    blocks = dmapool.nr_blocks(parms[0])
+    costs = dmapool.Costs.of(m.profile.values)
+    m.run(dmapool.dma_pool_create(Program(), pool))
+    programs = {}   # rounds repeat: the allocator's state before a round decides its ops
+    seconds = 0.0
+    for _ in range(rounds):
+        key = (pool.pages, tuple(pool.free))
+        if key not in programs:
+            programs[key] = (dmapool.dmapool_test_alloc(pool, blocks, costs), list(pool.free))
+        program, after = programs[key]
+        pool.free = list(after)
+        seconds += m.run(program).seconds
+    return seconds * 1e6, pool.pages
+
+
+def run(args):
+    profile = args.profile or DEFAULT_PROFILE
+    overrides = dict(args.overrides)
+    variants = {v: {METRIC: {}} for v in VARIANTS}
+    rows = {}
+    for parms in dmapool.PARMS:
+        size, align, _ = parms
+        key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
+        for v in VARIANTS:
+            variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds)
+            rows.setdefault(key, {})[f"pages_{v}"] = pages
+    return {"scenario": NAME, "profile": profile, "rounds": args.rounds, "rows": rows,
+            "variants": variants}
+
+
+def table(res):
+    lines = [f"dmapool-test on {res['profile']}: {res['rounds']} rounds per pool, time in us",
+             "published: none in scenarios.md; the emulator predicts",
+             f"{'row':<34}{'pages':>6}" + "".join(f"{v:>12}" for v in res["variants"])
+             + f"{'list/orig':>11}{'maple/orig':>11}"]
+    for key, row in res["rows"].items():
+        t = {v: d[METRIC][key] for v, d in res["variants"].items()}
+        lines.append(f"{key:<34}{row['pages_list']:>6}" + "".join(f"{x:>12.1f}" for x in t.values())
+                     + f"{t['list'] / t['orig']:>11.2f}{t['maple'] / t['orig']:>11.2f}")
+    return "\n".join(lines) + "\n"

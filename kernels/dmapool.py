@@ -1,0 +1,421 @@
+"""mm/dmapool.c and mm/dmapool_test.c as emitted ops: where the DMA pool allocator keeps its
+free-block metadata, in three designs (shared/scenarios.md §3, reference/kernel-paths.md §5).
+
+- "orig" (v6.4+): one free list across all pages whose links (`struct dma_block` {next_block,
+  dma}, 16 B) are written into the free blocks themselves, in DMA memory; `dma_pool_alloc`
+  and `dma_pool_free` are O(1).
+- "list" (the 2024 RFC, v2): the `dma_block`s {next_block, dma, vaddr} (24 B) live in a
+  kmalloc'd array per page, outside DMA memory; `dma_pool_free` finds a block from its vaddr
+  with `pool_find_block`, a walk of the page list (O(pages)) and a division.
+- "maple" (as "list", but the block is found by `mtree_load` in a maple tree that maps each
+  block's address range to its `dma_block`: O(log n)).
+
+`DmaPool` is the allocator's state in Python (which block each call returns, the order of the
+page list); `dmapool_test_alloc` emits one round of the test (allocate `blocks` blocks, free
+them in the same order) as one op array built with numpy, with the values the kernel stores,
+so that emulated memory holds the real free-list links.
+
+Model departures and assumptions:
+- Page allocation (`dma_alloc_coherent`, which zeroes the page, and the kmallocs of `struct
+  dma_page` and of the RFC's block arrays) happens in the first round only and is not
+  modelled; pages are contiguous in DRAM, `struct dma_page`s are consecutive 64-byte kmalloc
+  objects, the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
+  kernel addresses (the test's device has no IOMMU: direct mapping).
+- No DMAPOOL_DEBUG (poisoning, double-free scans) and no init_on_alloc: a production config.
+- `spin_lock_irqsave` is a locked read-modify-write of the lock word (its cost: an MFENCE,
+  the ISA's full barrier, as vhost's smp_mb); unlock a plain store. The non-memory work of
+  each alloc or free call (call and return, pushf/cli/popf, the test loop) is a declared cost,
+  profile [software] dma_pool_call_ns, the same in every variant.
+- The maple tree is densely packed (16 slots in every node but the last of a level; block
+  ranges and the gaps between them are entries) and is built in the first round with two
+  stores per entry, not by mas_store's walk and node splits. A lookup scans pivots up to the
+  slot it takes (at most 15) and then loads the slot, at every level.
+- Compares, branches and address arithmetic are not ops (they overlap the loads); the
+  division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
+  block's address.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, N_COLS, Op
+from isa.ops import FLAG_DEPENDENT as DEP
+from isa.program import Program
+
+VARIANTS = ("orig", "list", "maple")
+# dmapool_test.c: (size, align, boundary) of each pool, NR_TESTS rounds
+PARMS = ((16, 16, 0), (64, 64, 0), (256, 256, 0), (1024, 1024, 0), (4096, 4096, 0),
+         (68, 32, 4096))
+NR_TESTS = 100
+PAGE_SIZE = 4096
+
+# struct dma_pool (v6.4+: page_list, lock, next_block, nr_blocks, nr_active, nr_pages, dev,
+# size, allocation, boundary, ...; the maple variant adds a struct maple_tree)
+POOL_PAGE_LIST, POOL_LOCK, POOL_NEXT_BLOCK, POOL_NR_ACTIVE = 0, 16, 24, 40
+POOL_SIZE, POOL_ALLOCATION, POOL_MT_ROOT = 64, 72, 112
+# struct dma_page (kmalloc-64): page_list, vaddr, dma, and (RFC) blocks
+PAGE_LIST, PAGE_PREV, PAGE_VADDR, PAGE_DMA, PAGE_BLOCKS = 0, 8, 16, 24, 32
+DMA_PAGE_BYTES = 64
+# struct dma_block
+BLK_NEXT, BLK_DMA, BLK_VADDR = 0, 8, 16
+META_BLOCK_BYTES = 24           # the RFC's dma_block, kept outside DMA memory
+# dmapool_test.c struct dma_pool_pair {dma, v}
+PAIR_DMA, PAIR_V, PAIR_BYTES = 0, 8, 16
+# maple_range_64 node: parent, pivot[15], slot[16]
+MAPLE_NODE_BYTES, MAPLE_SLOTS, MAPLE_PIVOTS = 256, 16, 15
+MN_PIVOT, MN_SLOT = 8, 128
+
+# where the structures live, as offsets from the kernel base the caller gives
+AT_POOL, AT_PAIRS, AT_PAGES, AT_META, AT_MAPLE, AT_DMA = (
+    0x1000, 0x10000, 0x100000, 0x200000, 0x1000000, 0x4000000)
+SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
+
+SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
+         "pool_find_block", "mtree_load")
+_SITE = {name: i for i, name in enumerate(SITES)}
+_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 2 per page)
+
+
+def nr_blocks(size):
+    """dmapool_test.c: clamp((PAGE_SIZE / size) * 512, 1024, 8192)."""
+    return min(max((PAGE_SIZE // size) * 512, 1024), 8192)
+
+
+def row_key(size, align, blocks):
+    return f"size={size},align={align},blocks={blocks}"
+
+
+def pool_geometry(variant, size, align, boundary):
+    """dma_pool_create and pool_initialise_page: (block size, allocation, offsets of the
+    blocks in a page). The RFC drops the 16-byte minimum (no link inside the block)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown dmapool variant {variant!r}: one of {', '.join(VARIANTS)}")
+    if align & (align - 1) or align < 1 or size < 1:
+        raise ValueError(f"dma_pool_create: size {size}, align {align} (a power of two)")
+    if variant == "orig":
+        size = max(size, 16)
+    size = -(-size // align) * align
+    allocation = max(size, PAGE_SIZE)
+    if boundary and (boundary < size or boundary & (boundary - 1)):
+        raise ValueError(f"dma_pool_create: boundary {boundary} below size {size} or not a "
+                         f"power of two")
+    boundary = min(boundary, allocation) if boundary else allocation
+    offsets, offset, next_boundary = [], 0, boundary
+    while offset + size <= allocation:
+        if offset + size > next_boundary:
+            offset = next_boundary
+            next_boundary += boundary
+            continue
+        offsets.append(offset)
+        offset += size
+    return size, allocation, np.array(offsets, dtype=np.int64)
+
+
+class _Rows:
+    """The op rows of one round, added a column array at a time and put in order at the
+    end: row (event k, step j) runs after (k, j - 1) and before anything of event k + 1."""
+
+    def __init__(self):
+        self.keys, self.parts = [], []
+
+    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
+        event = np.asarray(event, dtype=np.int64)
+        rows = np.zeros((event.size, N_COLS), dtype=np.int64)
+        rows[:, COL_OP] = op
+        rows[:, COL_ADDR] = addr
+        rows[:, COL_SIZE] = size
+        rows[:, COL_DATA] = -1
+        rows[:, COL_IMM] = imm
+        rows[:, COL_FLAGS] = flags
+        self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
+        self.parts.append(rows)
+
+    def site(self, event, step, name):
+        self.add(event, step, Op.SITE, imm=_SITE[name])
+
+    def load(self, event, step, addr, dependent=False):
+        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0)
+
+    def store(self, event, step, addr, value):
+        self.add(event, step, Op.STORE, addr, imm=value)
+
+    def program(self):
+        keys, rows = np.concatenate(self.keys), np.concatenate(self.parts)
+        return Program.from_array(rows[np.argsort(keys, kind="stable")], site_names=SITES)
+
+
+@dataclass
+class Costs:
+    """Cycles of what is not a memory op: the declared non-memory work of one alloc or free
+    call, and a 64-bit DIV."""
+    call: int
+    div: int
+
+    @classmethod
+    def of(cls, profile_values):
+        v = profile_values
+        return cls(round(v["software"]["dma_pool_call_ns"] * v["core"]["freq_ghz"]),
+                   v["instr"]["div64_cycles"])
+
+
+class DmaPool:
+    """One test pool: its geometry, addresses and allocator state. Block b is block
+    b % bpp of the b // bpp-th page allocated."""
+
+    def __init__(self, variant, size, align, boundary, kernel_base):
+        self.variant = variant
+        self.size, self.allocation, self.offsets = pool_geometry(variant, size, align, boundary)
+        self.bpp = len(self.offsets)
+        self.base = kernel_base
+        self.pool = kernel_base + AT_POOL
+        self.meta_stride = -(-self.bpp * META_BLOCK_BYTES // 64) * 64
+        self.pages = 0
+        self.free = []          # block ids; free[-1] is pool->next_block
+        self.tree = None        # maple: (entry start addresses, entry block or -1, levels)
+
+    # addresses, vectorised over block ids
+    def vaddr(self, b):
+        b = np.asarray(b, dtype=np.int64)
+        return self.base + AT_DMA + (b // self.bpp) * self.allocation + self.offsets[b % self.bpp]
+
+    def block(self, b):
+        """The struct dma_block of block b: in the block itself ("orig") or in its page's
+        array ("list", "maple")."""
+        if self.variant == "orig":
+            return self.vaddr(b)
+        b = np.asarray(b, dtype=np.int64)
+        return (self.base + AT_META + (b // self.bpp) * self.meta_stride
+                + (b % self.bpp) * META_BLOCK_BYTES)
+
+    def page(self, j):
+        return self.base + AT_PAGES + np.asarray(j, dtype=np.int64) * DMA_PAGE_BYTES
+
+    def head(self):
+        """pool->next_block's value."""
+        return int(self.block(self.free[-1])) if self.free else 0
+
+    def _entries(self, pages):
+        """Maple tree entries over `pages` pages: block ranges and the gaps around them,
+        sorted by address: (start addresses, block id or -1 for a gap)."""
+        blocks = np.arange(pages * self.bpp, dtype=np.int64)
+        starts = self.vaddr(blocks)
+        ends = starts + self.size
+        gap_after = np.append(starts[1:] > ends[:-1], True)
+        entry_start = np.concatenate([[0], starts, ends[gap_after]])
+        entry_block = np.concatenate([[-1], blocks, np.full(int(gap_after.sum()), -1)])
+        order = np.argsort(entry_start, kind="stable")
+        return entry_start[order], entry_block[order]
+
+    def build_tree(self):
+        """Lay the maple tree out over all pages (nodes of each level consecutive, leaves
+        first; the root is the last node)."""
+        starts, blocks = self._entries(self.pages)
+        levels, n = [], len(starts)
+        first = 0
+        while True:
+            nodes = -(-n // MAPLE_SLOTS)
+            levels.append((first, nodes))
+            first += nodes
+            if nodes == 1:
+                break
+            n = nodes
+        self.tree = (starts, blocks, levels)
+        return self.tree
+
+    def node(self, i):
+        return self.base + AT_MAPLE + np.asarray(i, dtype=np.int64) * MAPLE_NODE_BYTES
+
+
+def _lock(r, ev, step, pool):
+    """spin_lock_irqsave: the lock word's locked RMW. Returns the next step."""
+    r.load(ev, step, pool.pool + POOL_LOCK)
+    r.store(ev, step + 1, pool.pool + POOL_LOCK, 1)
+    r.add(ev, step + 2, Op.MFENCE)
+    return step + 3
+
+
+def _pool_initialise_page(r, ev, step, pool, j, old_head):
+    """Link page j's blocks (in address order) in front of the free list and put the page
+    at the head of the page list (one event: ev is a scalar)."""
+    ids = j * pool.bpp + np.arange(pool.bpp, dtype=np.int64)
+    blk = pool.block(ids)
+    nxt = np.append(blk[1:], old_head)
+    k = np.arange(pool.bpp, dtype=np.int64)
+    ev_k = np.full(pool.bpp, ev, dtype=np.int64)
+    r.site(ev, step, "pool_initialise_page")
+    page = int(pool.page(j))
+    old_first = int(pool.page(j - 1)) if j else pool.pool
+    r.store(ev, step + 1, page + PAGE_VADDR, int(pool.vaddr(ids[0])))
+    r.store(ev, step + 2, page + PAGE_DMA, int(pool.vaddr(ids[0])))
+    s = step + 3
+    if pool.variant != "orig":
+        r.store(ev, s, page + PAGE_BLOCKS, int(blk[0]))
+        s += 1
+    r.add(ev_k, s + 3 * k, Op.STORE, blk + BLK_DMA, imm=pool.vaddr(ids))
+    r.add(ev_k, s + 3 * k + 1, Op.STORE, blk + BLK_NEXT, imm=nxt)
+    if pool.variant != "orig":
+        r.add(ev_k, s + 3 * k + 2, Op.STORE, blk + BLK_VADDR, imm=pool.vaddr(ids))
+    s += 3 * pool.bpp
+    # last->next_block = pool->next_block; pool->next_block = first
+    r.load(ev, s, pool.pool + POOL_NEXT_BLOCK)
+    r.store(ev, s + 1, pool.pool + POOL_NEXT_BLOCK, int(blk[0]))
+    s += 2
+    # list_add(&page->page_list, &pool->page_list)
+    r.store(ev, s, page + PAGE_LIST, old_first)
+    r.store(ev, s + 1, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
+    r.store(ev, s + 2, (old_first + PAGE_PREV) if j else pool.pool + POOL_PAGE_LIST + 8, page)
+    r.store(ev, s + 3, pool.pool + POOL_PAGE_LIST, page)
+    return s + 4
+
+
+def _maple_insert_page(r, ev, step, pool, j):
+    """The first round's tree stores for page j's entries (pivot and slot of each), after
+    setting the root pointer."""
+    starts, blocks, levels = pool.tree
+    r.store(ev, step, pool.pool + POOL_MT_ROOT, int(pool.node(levels[-1][0])))
+    step += 1
+    e = np.nonzero((blocks // pool.bpp == j) & (blocks >= 0))[0]
+    ev_k = np.full(len(e), ev, dtype=np.int64)
+    leaf = pool.node(levels[0][0] + e // MAPLE_SLOTS)
+    slot = e % MAPLE_SLOTS
+    k = np.arange(len(e), dtype=np.int64)
+    last = np.minimum(slot, MAPLE_PIVOTS - 1)
+    r.add(ev_k, step + 2 * k, Op.STORE, leaf + MN_PIVOT + 8 * last, imm=starts[e] + pool.size - 1)
+    r.add(ev_k, step + 2 * k + 1, Op.STORE, leaf + MN_SLOT + 8 * slot, imm=pool.block(blocks[e]))
+    return step + 2 * len(e)
+
+
+def _mtree_load(r, events, step, pool, b):
+    """mtree_load(&pool->mt, vaddr of block b) for each event: the root pointer, then per
+    level the pivots up to the slot taken and the slot."""
+    starts, blocks, levels = pool.tree
+    e = np.searchsorted(starts, pool.vaddr(b), side="right") - 1
+    r.site(events, step, "mtree_load")
+    r.load(events, step + 1, pool.pool + POOL_MT_ROOT)
+    s = step + 2
+    index = [e]                          # the entry's index at each level, leaves first
+    for _ in levels[1:]:
+        index.append(index[-1] // MAPLE_SLOTS)
+    for lvl in range(len(levels) - 1, -1, -1):
+        first = levels[lvl][0]
+        node = pool.node(first + index[lvl] // MAPLE_SLOTS)
+        slot = index[lvl] % MAPLE_SLOTS
+        scans = np.minimum(slot, MAPLE_PIVOTS - 1) + 1
+        for o in range(MAPLE_PIVOTS):
+            take = scans > o
+            r.load(events[take], s + o, node[take] + MN_PIVOT + 8 * o, dependent=o == 0)
+        r.load(events, s + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
+        s += MAPLE_PIVOTS + 1
+    r.site(events, s, "dma_pool_free")
+    return s + 1
+
+
+def _pool_find_block(r, events, step, pool, b, costs):
+    """RFC v2 pool_find_block: walk the page list from its head (the newest page) to the
+    page holding vaddr, then index its block array by offset / size."""
+    r.site(events, step, "pool_find_block")
+    r.load(events, step + 1, pool.pool + POOL_SIZE)
+    r.load(events, step + 2, pool.pool + POOL_ALLOCATION)
+    r.load(events, step + 3, pool.pool + POOL_PAGE_LIST)
+    j = np.asarray(b, dtype=np.int64) // pool.bpp
+    pos = pool.pages - 1 - j                       # the page's place in the list
+    visits = pos + 1
+    ev = np.repeat(events, visits)
+    start = np.cumsum(visits) - visits
+    within = np.arange(int(visits.sum()), dtype=np.int64) - np.repeat(start, visits)
+    page = pool.page(pool.pages - 1 - within)
+    s = step + 4
+    r.load(ev, s + 2 * within, page + PAGE_VADDR, dependent=True)
+    more = within < np.repeat(pos, visits)
+    r.load(ev[more], s + 2 * within[more] + 1, page[more] + PAGE_LIST, dependent=True)
+    s += 2 * (pool.pages + 1)
+    r.add(events, s, Op.WORK, imm=costs.div)
+    r.load(events, s + 1, pool.page(j) + PAGE_BLOCKS)
+    r.site(events, s + 2, "dma_pool_free")
+    return s + 3
+
+
+def dmapool_test_alloc(pool, blocks, costs):
+    """One round of dmapool_test_alloc(p, blocks): `blocks` dma_pool_alloc calls, then a
+    dma_pool_free of each block in the same order. Updates the pool's state; returns the
+    round's Program."""
+    r = _Rows()
+    pairs = pool.base + AT_PAIRS + PAIR_BYTES * np.arange(blocks, dtype=np.int64)
+    got = np.empty(blocks, dtype=np.int64)
+    heads_before = np.empty(blocks, dtype=np.int64)
+    inits = []
+    for k in range(blocks):                       # the allocator's choices, in Python
+        if not pool.free:
+            inits.append((k, pool.pages))
+            pool.free.extend(range((pool.pages + 1) * pool.bpp - 1, pool.pages * pool.bpp - 1,
+                                   -1))
+            pool.pages += 1
+        got[k] = pool.free.pop()
+    if pool.variant == "maple" and inits:
+        pool.build_tree()
+    # dma_pool_alloc: events 0 .. blocks - 1
+    ev = np.arange(blocks, dtype=np.int64)
+    r.site(ev, 0, "dma_pool_alloc")
+    r.add(ev, 1, Op.WORK, imm=costs.call)
+    _lock(r, ev, 2, pool)
+    for k, j in inits:            # first round: the list is empty, unlock, get a page, relock
+        r.load(k, 8, pool.pool + POOL_NEXT_BLOCK)
+        r.store(k, 9, pool.pool + POOL_LOCK, 0)
+        t = _lock(r, k, 10, pool)
+        t = _pool_initialise_page(r, k, t, pool, j, 0)
+        if pool.variant == "maple":
+            _maple_insert_page(r, k, t, pool, j)
+    nxt = np.append(pool.block(got[1:]), 0)       # the list after each pop, in this round
+    for k, j in inits:                            # ... where a page ran out, it was empty
+        if k:
+            nxt[k - 1] = 0
+    if pool.free:
+        nxt[-1] = int(pool.block(pool.free[-1]))
+    blk = pool.block(got)
+    t = 1 << 22                                   # after any page set-up
+    r.load(ev, t, pool.pool + POOL_NEXT_BLOCK)
+    r.load(ev, t + 1, blk + BLK_NEXT, dependent=True)
+    r.store(ev, t + 2, pool.pool + POOL_NEXT_BLOCK, nxt)
+    r.load(ev, t + 3, pool.pool + POOL_NR_ACTIVE)
+    r.store(ev, t + 4, pool.pool + POOL_NR_ACTIVE, ev + 1)
+    r.store(ev, t + 5, pool.pool + POOL_LOCK, 0)
+    r.load(ev, t + 6, blk + BLK_DMA)
+    if pool.variant != "orig":
+        r.load(ev, t + 7, blk + BLK_VADDR)
+    r.site(ev, t + 8, "dmapool_test_alloc")
+    r.store(ev, t + 9, pairs + PAIR_V, pool.vaddr(got))
+    r.store(ev, t + 10, pairs + PAIR_DMA, pool.vaddr(got))
+    # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order
+    for k in range(blocks):
+        heads_before[k] = pool.head()
+        pool.free.append(int(got[k]))
+    fev = blocks + ev
+    r.site(fev, 0, "dmapool_test_alloc")
+    r.load(fev, 1, pairs + PAIR_V)
+    r.load(fev, 2, pairs + PAIR_DMA)
+    r.site(fev, 3, "dma_pool_free")
+    r.add(fev, 4, Op.WORK, imm=costs.call)
+    t = _lock(r, fev, 5, pool)
+    if pool.variant == "list":
+        t = _pool_find_block(r, fev, t, pool, got, costs)
+    elif pool.variant == "maple":
+        t = _mtree_load(r, fev, t, pool, got)
+    else:
+        r.store(fev, t, blk + BLK_DMA, pool.vaddr(got))
+        t += 1
+    r.load(fev, t, pool.pool + POOL_NEXT_BLOCK)
+    r.store(fev, t + 1, blk + BLK_NEXT, heads_before)
+    r.store(fev, t + 2, pool.pool + POOL_NEXT_BLOCK, blk)
+    r.load(fev, t + 3, pool.pool + POOL_NR_ACTIVE)
+    r.store(fev, t + 4, pool.pool + POOL_NR_ACTIVE, blocks - 1 - ev)
+    r.store(fev, t + 5, pool.pool + POOL_LOCK, 0)
+    return r.program()
+
+
+def dma_pool_create(program, pool):
+    """The fields the hot paths read, stored once (not timed by the test)."""
+    program.store(pool.pool + POOL_SIZE, value=pool.size)
+    program.store(pool.pool + POOL_ALLOCATION, value=pool.allocation)
+    if pool.variant == "maple":
+        program.store(pool.pool + POOL_MT_ROOT, value=0)
+    return program
