@@ -83,6 +83,7 @@ from emu.state import (
     T_MISPREDICT,
     T_MOVNT,
     T_NODE,
+    T_PEER,
     T_PF_L1,
     T_PF_L2,
     T_REP_LINE_FP,
@@ -147,7 +148,7 @@ SFENCE, LFENCE, MFENCE = int(Op.SFENCE), int(Op.LFENCE), int(Op.MFENCE)
 STAC, CLAC = int(Op.STAC), int(Op.CLAC)
 REP_MOVSB, NT_COPY, CAREFUL_COPY = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 FLUSH_RANGE, WORK, SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
-BRANCH, INDEX_MASK = int(Op.BRANCH), int(Op.INDEX_MASK)
+BRANCH, INDEX_MASK, PEER_WRITE = int(Op.BRANCH), int(Op.INDEX_MASK), int(Op.PEER_WRITE)
 
 K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
 FULL_MASK = -1                          # all 64 bytes of a WC buffer written
@@ -496,10 +497,16 @@ def _walk(S, line, t0, first, kind):
         elif kind == K_STORE:
             cm.count(S, hit, cm.C_STORE_HIT, 1)
         f = cm.flags(S, b)
+        lat = cm.hit_cycles(S, hit)
+        if f & cm.F_PEER:   # modified in another core: it sends the line (HITM)
+            lat = max(lat, S[T_PEER])
+            f = (f & ~cm.F_PEER) | cm.F_DIRTY
+            cm.set_flags(S, b, f)
+            cm.count(S, hit, cm.C_PEER, 1)
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT) and kind != K_PREFETCH:
             cm.set_flags(S, b, _first_use(S, hit, line, f))
         cm.touch(S, hit, i0, b)
-        done = max(t0 + cm.hit_cycles(S, hit), cm.ready(S, b))
+        done = max(t0 + lat, cm.ready(S, b))
         i0 = i0_above
     else:
         if kind != K_PREFETCH:
@@ -608,6 +615,26 @@ def _own_line(S, line, t):
         if j >= 0:
             cm.invalidate(S, lvl, j)
     _install(S, 0, i0, line, t, cm.F_DIRTY)
+
+
+@compiled
+def _peer_write(S, line):
+    """Another core writes `line`: its read-for-ownership takes this core's copies (dirty
+    bytes included: no write-back to memory) and leaves the line modified in its own cache,
+    tracked at the last level (an inclusive LLC holds it; for a non-inclusive one the block
+    stands for the snoop filter's entry) with F_PEER."""
+    llc = S[T_LEVELS] - 1
+    for lvl in range(llc):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            cm.invalidate(S, lvl, b)
+    i0 = cm.set_start(S, llc, line)
+    b = cm.find(S, llc, i0, line)
+    if b < 0:
+        _install(S, llc, i0, line, S[S_NOW], cm.F_PEER)
+    else:
+        cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT)) | cm.F_PEER)
+        cm.touch(S, llc, i0, b)
 
 
 # ---------------------------------------------------------------- op handlers
@@ -884,7 +911,7 @@ def _op_ranges(ops, i):
     op = ops[i, COL_OP]
     a = ops[i, COL_ADDR]
     n = ops[i, COL_SIZE]
-    if op == LOAD or op == STORE or op == MOVNT:
+    if op == LOAD or op == STORE or op == MOVNT or op == PEER_WRITE:
         return a, a + n, 0, 0
     if op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
         return a & ~63, (a & ~63) + 64, 0, 0
@@ -904,7 +931,7 @@ def _fast_ok(S, op, d0, d1, s0, s1):
         return False
     if s1 > s0:
         return False
-    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT):
+    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE):
         return (d0 >> 12) == S[S_PAGE_OK] and ((d1 - 1) >> 12) == S[S_PAGE_OK]
     return True
 
@@ -922,15 +949,15 @@ def _denied(S, r):
 
 
 @compiled
-def _first_fault(S, a0, a1):
+def _first_fault(S, a0, a1, checked):
     """(address, why) of the first byte of [a0, a1) that faults now (unmapped, SMAP,
-    privilege), or (a1, ST_OK)."""
+    privilege; without `checked` only unmapped), or (a1, ST_OK)."""
     pos = a0
     while pos < a1:
         r = mm.find_region(S, pos)
         if r < 0:
             return pos, ST_FAULT_UNMAPPED
-        why = _denied(S, r)
+        why = _denied(S, r) if checked else ST_OK
         if why != ST_OK:
             return pos, why
         pos = mm.reg(S, r, mm.RG_END)
@@ -948,7 +975,8 @@ def _zero_tail(S, ops, i, d0, d1):
     the fault was in the source and the whole destination is accessible."""
     s0 = ops[i, COL_SRC]
     return (ops[i, COL_FLAGS] & FLAG_ZERO_TAIL) != 0 and S[S_FAULT] != ST_OK and \
-        s0 <= S[S_FAULT_ADDR] < s0 + ops[i, COL_SIZE] and _first_fault(S, d0, d1)[1] == ST_OK
+        s0 <= S[S_FAULT_ADDR] < s0 + ops[i, COL_SIZE] and \
+        _first_fault(S, d0, d1, True)[1] == ST_OK
 
 
 @compiled
@@ -962,10 +990,10 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     ok = ops[i, COL_SIZE]
     why = ST_OK
     at = 0
-    fd, wd = _first_fault(S, d0, d1)
+    fd, wd = _first_fault(S, d0, d1, op != PEER_WRITE)   # another core's access: mapped only
     if wd != ST_OK:
         ok, why, at = fd - d0, wd, fd
-    fs, ws = _first_fault(S, s0, s1)
+    fs, ws = _first_fault(S, s0, s1, True)
     if ws != ST_OK and fs - s0 < ok:
         ok, why, at = fs - s0, ws, fs
     if S[S_POISON_N] and (op == LOAD or _is_copy(op)):
@@ -983,14 +1011,14 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
         S[S_FAULT_ADDR] = at
         if not _is_copy(op):
             ok = 0
-    elif d1 > d0 and not S[S_POISON_N]:
+    elif d1 > d0 and not S[S_POISON_N] and op != PEER_WRITE:   # not checked as ours
         r = mm.find_region(S, d0)
         # remember the region for the fast path unless its permission depends on EFLAGS.AC
         if d1 <= mm.reg(S, r, mm.RG_END) and not (S[S_KERNEL] and S[T_SMAP]
                                                   and mm.reg(S, r, mm.RG_USER)):
             S[S_REG_LO] = mm.reg(S, r, mm.RG_BASE)
             S[S_REG_HI] = mm.reg(S, r, mm.RG_END)
-    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or _is_copy(op)):
+    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE or _is_copy(op)):
         e0 = d1 if _zero_tail(S, ops, i, d0, d1) else d0 + ok
         e1 = s0 + ok if s1 > s0 else s0
         need = out[2:4]
@@ -1104,7 +1132,7 @@ def _transient(S, pt, frames, ops, j0, j1, resolve):
             size = ops[j, COL_SIZE]
             if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
                 t = max(t, dep)
-            if t >= resolve or _first_fault(S, a, a + size)[1] != ST_OK or \
+            if t >= resolve or _first_fault(S, a, a + size, True)[1] != ST_OK or \
                     (S[S_POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
                 break
             dep = _demand(S, a >> 6, t, K_LOAD)
@@ -1302,7 +1330,7 @@ def run(S, pt, frames, ops, data, start, res, out):
             if ok < 0:
                 return
         S[S_OPS] += 1
-        if op != SITE and op != WORK:
+        if op != SITE and op != WORK and op != PEER_WRITE:
             _rob_gate(S)
         if op == LOAD:
             if ok == size:
@@ -1345,6 +1373,12 @@ def run(S, pt, frames, ops, data, start, res, out):
             S[S_SITE] = ops[i, COL_IMM]
         elif op == BRANCH:
             i += _branch(S, pt, frames, ops, i)
+        elif op == PEER_WRITE:
+            for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+                _peer_write(S, line)
+            if functional:
+                _store_data(S, pt, frames, ops, data, i, addr, size)
+                _eadr_store(S, addr, size)   # under eADR the peer's cache is durable too
         elif op == INDEX_MASK:
             S[S_MASK], S[S_DEP_READY] = _index_mask(S, ops, i, S[S_NOW], S[S_DEP_READY])
             _issue(S, 3)   # cmp, sbb, and

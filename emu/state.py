@@ -13,12 +13,12 @@ _T_FIELDS = ("upc", "rob", "sb", "lfb", "wc", "lfence", "sfence", "mfence", "clf
              "clflushopt", "clwb", "stac", "clac", "movnt", "rep_start", "rep_line_fp",
              "rep_nrfo", "pf_l1", "pf_l2", "stream_dist", "stream_deg", "inclusive",
              "functional", "smap", "node", "levels", "store_commit", "mispredict",
-             "index_mask", "fault_fixup", "mce", "branch_resolve")
+             "index_mask", "fault_fixup", "mce", "branch_resolve", "peer")
 (T_UPC, T_ROB, T_SB, T_LFB, T_WC, T_LFENCE, T_SFENCE, T_MFENCE, T_CLFLUSH, T_CLFLUSHOPT,
  T_CLWB, T_STAC, T_CLAC, T_MOVNT, T_REP_START, T_REP_LINE_FP, T_REP_NRFO, T_PF_L1, T_PF_L2,
  T_STREAM_DIST, T_STREAM_DEG, T_INCLUSIVE, T_FUNCTIONAL, T_SMAP, T_NODE,
  T_LEVELS, T_STORE_COMMIT, T_MISPREDICT, T_INDEX_MASK, T_FAULT_FIXUP,
- T_MCE, T_BRANCH_RESOLVE) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
+ T_MCE, T_BRANCH_RESOLVE, T_PEER) = range(N_HEADER, N_HEADER + len(_T_FIELDS))
 N_TP = len(_T_FIELDS)
 
 _S_FIELDS = ("now", "uop_frac", "uop_seq", "loads_max", "dep_ready", "rob_head", "rob_count",
@@ -98,6 +98,7 @@ def init_sections(layout, S, values, functional, smap, node):
         T_MISPREDICT: instr["branch_mispredict_cycles"], T_INDEX_MASK: instr["index_mask_cycles"],
         T_FAULT_FIXUP: instr["fault_fixup_cycles"], T_MCE: instr["machine_check_cycles"],
         T_BRANCH_RESOLVE: instr["branch_resolve_cycles"],
+        T_PEER: int(round(levels[-1]["peer_hitm_ns"] * core["freq_ghz"])),
     }
     for k, v in tp.items():
         S[k] = v

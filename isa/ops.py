@@ -26,6 +26,8 @@ class Op(IntEnum):
     SITE = 16         # imm = site id; attributes the following ops to that site
     BRANCH = 17       # addr=index, size=limit, imm=body ops run only if index < limit
     INDEX_MASK = 18   # addr=index, size=limit: array_index_nospec's cmp/sbb mask
+    PEER_WRITE = 19   # addr, size 1..64, data as STORE: another core on the socket writes
+    #                   (our copies invalidated; our next access is a cache-to-cache transfer)
 
 
 N_OPS = len(Op)

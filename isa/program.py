@@ -170,6 +170,24 @@ class Program:
         return self._emit(Op.STORE, addr, size, imm=int(np.int64(np.uint64(value & (2**64 - 1)))),
                           flags=flags)
 
+    def peer_write(self, addr, data=None, size=None, value=0):
+        """Another core on the same socket (a guest's vCPU, a producer thread) writes `data`
+        (1..64 bytes), or `size` bytes of little-endian `value`, at this point of the program:
+        it takes no issue slot here, invalidates this core's copies of the line(s) and leaves
+        them modified in that core's cache, so this core's next access to them is a
+        cache-to-cache transfer (profile cache.<last level>.peer_hitm_ns). Privilege and
+        SMAP do not apply (it is not this core's access); the address must be mapped."""
+        self._check_addr("peer_write", addr)
+        if data is not None:
+            off, n = self._add_data(data)
+            imm = 0
+        else:
+            off, n = -1, 8 if size is None else size
+            imm = int(np.int64(np.uint64(value & (2**64 - 1))))
+        if not 1 <= n <= 64:
+            raise ProgramError(f"peer_write at {addr:#x}: size {n} not in 1..64")
+        return self._emit(Op.PEER_WRITE, addr, n, data=off, imm=imm)
+
     def movnt(self, addr, data=None, size=None, value=0):
         """Non-temporal store of 4/8/16/32/64 bytes, naturally aligned."""
         self._check_addr("movnt", addr)
@@ -400,7 +418,7 @@ _ALLOWED_FLAGS = {
 ALLOWED = np.array([_ALLOWED_FLAGS.get(Op(k), 0) for k in range(N_OPS)], dtype=np.int64)
 MAX_SCALE = 4096
 PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
-_LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
+_LOAD, _STORE, _MOVNT, _PEER = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT), int(Op.PEER_WRITE)
 _REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 _FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
 _CLFLUSH, _CLFLUSHOPT, _CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
@@ -418,7 +436,7 @@ def _first_bad(ops, n_sites, blob_len, first):
             continue
         size = ops[i, COL_SIZE]
         addr = ops[i, COL_ADDR]
-        if op == _LOAD or op == _STORE or op == _MOVNT:
+        if op == _LOAD or op == _STORE or op == _MOVNT or op == _PEER:
             if (size < 1 or size > 64) and first[1] < 0:
                 first[1] = i
             if op == _MOVNT:

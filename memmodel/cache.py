@@ -26,15 +26,18 @@ N_LV = 10
 # flags[block] bits
 F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
 #                                               transient load, not used architecturally since
+F_PEER = 8   # (last level only) modified in another core's cache since: a PEER_WRITE
 
 # ccnt[level, counter]
 C_LOAD_HIT, C_LOAD_MISS, C_STORE_HIT, C_STORE_MISS = 0, 1, 2, 3
 C_WB_IN_HIT, C_WB_IN_MISS = 4, 5      # dirty victims arriving from the level above
 C_FILL, C_EVICT, C_WRITEBACK = 6, 7, 8  # WRITEBACK: dirty evictions sent down
 C_PF_FILL, C_PF_USEFUL, C_INVAL = 9, 10, 11
+C_PEER = 12   # accesses that found the line modified in another core: cache-to-cache
 COUNTER_NAMES = ("load_hits", "load_misses", "store_hits", "store_misses",
                  "writeback_in_hits", "writeback_in_misses", "fills", "evictions",
-                 "dirty_writebacks", "prefetch_fills", "prefetch_useful", "invalidations")
+                 "dirty_writebacks", "prefetch_fills", "prefetch_useful", "invalidations",
+                 "peer_transfers")
 N_COUNTERS = len(COUNTER_NAMES)
 
 INVALID = -1

@@ -33,7 +33,7 @@ N_HEADER = len(_SECTIONS)
 # Sizes of the first sections (emu.state's tp and sc fields, memmodel.cache's L1 memo);
 # Layout.add refuses another size for them. Compiled code reads S[L1_MEMO_AT + ...] and
 # S[LV_AT + ...] directly instead of first loading the section's offset from the header.
-FIXED_SIZES = {"tp": 32, "sc": 34, "l1_memo": 3}
+FIXED_SIZES = {"tp": 33, "sc": 34, "l1_memo": 3}
 L1_MEMO_AT = N_HEADER + FIXED_SIZES["tp"] + FIXED_SIZES["sc"]
 LV_AT = L1_MEMO_AT + FIXED_SIZES["l1_memo"]
 

@@ -50,7 +50,7 @@ _CACHE = {
     "policy": (_STR, False, POLICIES),
     "prefetcher": (_STR, False, PREFETCHERS),
 }
-_LLC_EXTRA = {"inclusive": (_BOOL, False, None)}
+_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, 0)}
 _INSTR = {
     "lfence_cycles": (_INT, True, 0),
     "sfence_cycles": (_INT, True, 0),
