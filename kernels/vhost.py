@@ -16,9 +16,9 @@ guest's ring (a `Ring.path`):
 
 Model departures: the emulator maps physical ranges, so the kernel's vmap alias of the ring
 pages is a second copy of the ring in a supervisor region (`Ring.base` is the alias for
-"vmap", the user address otherwise); the guest (virtio-user) is not emulated: its ring
-entries are written once before the run and its later writes, which would pull the lines
-back to the guest's core, are not modelled. The 16-byte descriptor read is assumed not to
+"vmap", the user address otherwise; the guest's writes go to the address the host reads);
+the guest (virtio-user) runs on another core: its writes are peer writes
+(`virtqueue_enqueue_xmit`), its reads of the used ring are not modelled. The 16-byte descriptor read is assumed not to
 get the constant-size specialisation (kernel-paths.md §4.2: it depends on inlining). The
 per-packet work of handle_tx and of TAP + XDP is a declared cost the caller emits. Ring
 index arithmetic (free-running 16-bit indices, wrap at `num`) is done here in Python.
@@ -172,6 +172,31 @@ def vhost_signal(p, ring):
     with p.function("vhost_signal"):
         p.mfence()
         vhost_get_user(p, ring, ring.used_event, 2)
+
+
+def guest_payload(head, n):
+    """The bytes the guest puts in the buffer of descriptor `head` (a pattern per head)."""
+    return bytes((head * 7 + i) & 0xFF for i in range(n))
+
+
+def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes):
+    """The guest's side of avail entries first .. first+count-1, done by its own vCPU
+    (virtio-user's virtqueue_enqueue_xmit and the avail index update, DPDK
+    drivers/net/virtio): per entry the payload of its buffer, its descriptor (head = entry
+    index % num, as the ring was set up) and the entry, then avail->idx, all PEER_WRITEs at
+    the addresses the host reads (the vmap alias too: it maps the same pages). Written just
+    before the host reads them; the guest's reads of the used ring are not modelled."""
+    with p.function("guest (peer core)"):
+        for idx in range(first, first + count):
+            head = idx % ring.num
+            buf = bufs + stride * head
+            payload = guest_payload(head, pkt_bytes)
+            for off in range(0, pkt_bytes, 64):
+                p.peer_write(buf + off, payload[off:off + 64])
+            p.peer_write(ring.desc + DESC_BYTES * head, buf.to_bytes(8, "little")
+                         + pkt_bytes.to_bytes(4, "little") + bytes(4))
+            p.peer_write(ring.avail_ring(idx), head.to_bytes(2, "little"))
+        p.peer_write(ring.avail + 2, ((first + count) & 0xFFFF).to_bytes(2, "little"))
 
 
 def copyin(p, dst, src, n):

@@ -66,14 +66,17 @@ def test_completion_sequence_splits_at_the_wrap():
                                      "smap=off,path=checked"])
 def test_one_packet_moves_the_descriptor_and_the_payload(variant):
     m, ring, bufs, frags = vhost_tx.build("broadwell-ddr4", {}, variant)
-    m.write(bufs + 3 * vhost_tx.BUF_STRIDE, bytes(range(64)))
+    m.write(bufs + 3 * vhost_tx.BUF_STRIDE, bytes(64))   # the guest writes it in the batch
     ring.last_avail_idx = ring.avail_idx = 3
     m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH, 64))
     # the batch used heads 3..66; the last descriptor (addr, len) read sits in the stack line
     desc = m.read(ring.stack, 16)
     assert int.from_bytes(desc[:8], "little") == bufs + 66 * vhost_tx.BUF_STRIDE
     assert int.from_bytes(desc[8:12], "little") == 64
-    assert m.read(frags, 64) == bytes(range(64))          # packet 0 = head 3's payload
+    assert m.read(frags, 64) == vhost.guest_payload(3, 64)   # packet 0 = head 3's payload
+    # the guest's writes reached the host as cache-to-cache transfers: each payload line and
+    # each of the 16 descriptor lines (4 descriptors a line) of the batch, at least
+    assert m.stats()["levels"]["llc"]["peer_transfers"] >= 64 + 16
     assert ring.used_idx == vhost.VHOST_NET_BATCH
     assert [int.from_bytes(m.read(ring.used_ring(k), 4), "little") for k in (0, 63)] == [3, 66]
     assert m.read(ring.used_ring(0) - 2, 2) == (64).to_bytes(2, "little")   # used->idx

@@ -4,9 +4,11 @@ vhost-net TX of small packets (scenarios.md §2) on the 2.6 GHz Broadwell profil
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
 payload copied from guest memory (copyin), and per batch of VHOST_NET_BATCH = 64 packets
 `vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, used_event),
-kernels/vhost.py. Metadata goes through the uaccess primitives (`path=uaccess`: STAC,
-LFENCE, access, CLAC), through the checked forms (`path=checked`: access_ok with address
-masking) or through a kernel mapping of the ring (`path=vmap`: plain loads and stores);
+kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descriptors and
+avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
+reads of them are cache-to-cache transfers). Metadata goes through the uaccess primitives
+(`path=uaccess`: STAC, LFENCE, access, CLAC), through the checked forms (`path=checked`:
+access_ok with address masking) or through a kernel mapping of the ring (`path=vmap`: plain loads and stores);
 `smap=on|off` is the machine's SMAP (off: the kernel patches STAC/CLAC out). The per-packet
 work the emulator does not model — handle_tx's own loop and TAP with the xdp1 program —
 is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns) and is the same for
@@ -74,6 +76,8 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
     declared = declared_cycles(m.profile.values)
     p = Program(capacity=64 * n)
     for k in range(first, first + n, vhost.VHOST_NET_BATCH):
+        vhost.virtqueue_enqueue_xmit(p, ring, ring.last_avail_idx, vhost.VHOST_NET_BATCH, bufs,
+                                     BUF_STRIDE, pkt_bytes)
         heads = []
         for j in range(vhost.VHOST_NET_BATCH):
             head = vhost.vhost_get_vq_desc(p, ring)
