@@ -148,7 +148,8 @@ SFENCE, LFENCE, MFENCE = int(Op.SFENCE), int(Op.LFENCE), int(Op.MFENCE)
 STAC, CLAC = int(Op.STAC), int(Op.CLAC)
 REP_MOVSB, NT_COPY, CAREFUL_COPY = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 FLUSH_RANGE, WORK, SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
-BRANCH, INDEX_MASK, PEER_WRITE = int(Op.BRANCH), int(Op.INDEX_MASK), int(Op.PEER_WRITE)
+BRANCH, INDEX_MASK = int(Op.BRANCH), int(Op.INDEX_MASK)
+PEER_WRITE, PEER_READ = int(Op.PEER_WRITE), int(Op.PEER_READ)
 
 K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
 FULL_MASK = -1                          # all 64 bytes of a WC buffer written
@@ -479,6 +480,7 @@ def _walk(S, line, t0, first, kind):
     nlev = S[T_LEVELS]
     hit = nlev
     b = -1
+    shared = 0
     i0, i0_above = -1, -1   # line's set at the level looked up last and at the one before
     for lvl in range(first, nlev):
         i0_above = i0
@@ -503,6 +505,12 @@ def _walk(S, line, t0, first, kind):
             f = (f & ~cm.F_PEER) | cm.F_DIRTY
             cm.set_flags(S, b, f)
             cm.count(S, hit, cm.C_PEER, 1)
+        if f & cm.F_SHARED:
+            if kind == K_STORE:   # another core's copy is invalidated first
+                lat = max(lat, _upgrade(S, hit, line))
+                f &= ~cm.F_SHARED
+            else:                 # still shared: the copies above say so too
+                shared = cm.F_SHARED
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT) and kind != K_PREFETCH:
             cm.set_flags(S, b, _first_use(S, hit, line, f))
         cm.touch(S, hit, i0, b)
@@ -514,7 +522,8 @@ def _walk(S, line, t0, first, kind):
         done = _mem_read(S, line, t0)
     flg = cm.F_PREFETCHED if kind == K_PREFETCH else _spec_flag(S, hit == nlev)
     for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
-        _install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done, flg)
+        _install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done,
+                 flg | shared)
         if flg:
             cm.count(S, lvl, cm.C_PF_FILL, 1)
     return done
@@ -563,11 +572,16 @@ def _demand(S, line, t0, kind):
         else:
             cm.count(S, 0, cm.C_STORE_HIT, 1)
             f |= cm.F_DIRTY
-        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):   # one test on the hit path for both
-            f = _first_use(S, 0, line, f)
+        lat = cm.hit_cycles(S, 0)
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):   # one test for the rare
+            if f & cm.F_SHARED and kind != K_LOAD:
+                lat = max(lat, _upgrade(S, 0, line))
+                f &= ~cm.F_SHARED
+            if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
+                f = _first_use(S, 0, line, f)
         cm.set_flags(S, b, f)
         cm.touch(S, 0, i0, b)
-        return max(t0 + cm.hit_cycles(S, 0), cm.ready(S, b))
+        return max(t0 + lat, cm.ready(S, b))
     return _demand_miss(S, line, t0, kind)
 
 
@@ -606,7 +620,9 @@ def _own_line(S, line, t):
     b = cm.find(S, 0, i0, line)
     if b >= 0:
         cm.count(S, 0, cm.C_STORE_HIT, 1)
-        cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~cm.F_TRANSIENT)
+        if cm.flags(S, b) & cm.F_SHARED:   # the other core's copy is invalidated (no wait:
+            _upgrade(S, 0, line)           # the line is not read)
+        cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~(cm.F_TRANSIENT | cm.F_SHARED))
         cm.touch(S, 0, i0, b)
         return
     cm.count(S, 0, cm.C_STORE_MISS, 1)
@@ -635,6 +651,41 @@ def _peer_write(S, line):
     else:
         cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT)) | cm.F_PEER)
         cm.touch(S, llc, i0, b)
+
+
+@compiled
+def _upgrade(S, lvl, line):
+    """A store finds `line` shared with another core (at level `lvl`): that copy is
+    invalidated first, and this core's copies stop being shared. Returns the wait, taken as
+    one cache-to-cache round trip (peer_hitm_ns)."""
+    for k in range(S[T_LEVELS]):
+        b = cm.lookup(S, k, line)
+        if b >= 0:
+            cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_SHARED)
+    cm.count(S, lvl, cm.C_UPGRADE, 1)
+    return S[T_PEER]
+
+
+@compiled
+def _peer_read(S, line):
+    """Another core reads `line`: a copy this core modified is forwarded (the last level
+    takes the modified data; it is installed there if absent) and every copy here becomes
+    shared. A line this core does not hold is not its business."""
+    llc = S[T_LEVELS] - 1
+    dirty, held = 0, False
+    for lvl in range(llc):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            held = True
+            dirty |= cm.flags(S, b) & cm.F_DIRTY
+            cm.set_flags(S, b, (cm.flags(S, b) & ~cm.F_DIRTY) | cm.F_SHARED)
+    i0 = cm.set_start(S, llc, line)
+    b = cm.find(S, llc, i0, line)
+    if b >= 0:
+        if not cm.flags(S, b) & cm.F_PEER:
+            cm.set_flags(S, b, cm.flags(S, b) | cm.F_SHARED | dirty)
+    elif held:
+        _install(S, llc, i0, line, S[S_NOW], cm.F_SHARED | dirty)
 
 
 # ---------------------------------------------------------------- op handlers
@@ -911,7 +962,7 @@ def _op_ranges(ops, i):
     op = ops[i, COL_OP]
     a = ops[i, COL_ADDR]
     n = ops[i, COL_SIZE]
-    if op == LOAD or op == STORE or op == MOVNT or op == PEER_WRITE:
+    if op == LOAD or op == STORE or op == MOVNT or op == PEER_WRITE or op == PEER_READ:
         return a, a + n, 0, 0
     if op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
         return a & ~63, (a & ~63) + 64, 0, 0
@@ -990,7 +1041,8 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     ok = ops[i, COL_SIZE]
     why = ST_OK
     at = 0
-    fd, wd = _first_fault(S, d0, d1, op != PEER_WRITE)   # another core's access: mapped only
+    peer = op == PEER_WRITE or op == PEER_READ
+    fd, wd = _first_fault(S, d0, d1, not peer)   # another core's access: mapped only
     if wd != ST_OK:
         ok, why, at = fd - d0, wd, fd
     fs, ws = _first_fault(S, s0, s1, True)
@@ -1011,7 +1063,7 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
         S[S_FAULT_ADDR] = at
         if not _is_copy(op):
             ok = 0
-    elif d1 > d0 and not S[S_POISON_N] and op != PEER_WRITE:   # not checked as ours
+    elif d1 > d0 and not S[S_POISON_N] and not peer:   # not checked as ours
         r = mm.find_region(S, d0)
         # remember the region for the fast path unless its permission depends on EFLAGS.AC
         if d1 <= mm.reg(S, r, mm.RG_END) and not (S[S_KERNEL] and S[T_SMAP]
@@ -1239,7 +1291,7 @@ def _plain_run(S, pt, frames, ops, data, i, n):
             if b >= 0:
                 ml1, ms1, mb1 = ml0, ms0, mb0
                 ml0, ms0, mb0 = line, i0, b
-        if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT):
+        if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
             break
         if i + PF_AHEAD < n:
             _host_prefetch_op(S, ops, i + PF_AHEAD)
@@ -1330,7 +1382,7 @@ def run(S, pt, frames, ops, data, start, res, out):
             if ok < 0:
                 return
         S[S_OPS] += 1
-        if op != SITE and op != WORK and op != PEER_WRITE:
+        if op != SITE and op != WORK and op != PEER_WRITE and op != PEER_READ:
             _rob_gate(S)
         if op == LOAD:
             if ok == size:
@@ -1379,6 +1431,9 @@ def run(S, pt, frames, ops, data, start, res, out):
             if functional:
                 _store_data(S, pt, frames, ops, data, i, addr, size)
                 _eadr_store(S, addr, size)   # under eADR the peer's cache is durable too
+        elif op == PEER_READ:
+            for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+                _peer_read(S, line)
         elif op == INDEX_MASK:
             S[S_MASK], S[S_DEP_READY] = _index_mask(S, ops, i, S[S_NOW], S[S_DEP_READY])
             _issue(S, 3)   # cmp, sbb, and

@@ -185,9 +185,10 @@ class Machine:
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         program.validate()
         ops = self._global_ops(program)
-        if len(self.profile.values["cache"]) < 2 and (ops[:, COL_OP] == Op.PEER_WRITE).any():
-            raise ValueError("PEER_WRITE: another core's write needs a private cache level above "
-                             "a shared last level; this profile has one level")
+        if len(self.profile.values["cache"]) < 2 and np.isin(
+                ops[:, COL_OP], (Op.PEER_WRITE, Op.PEER_READ)).any():
+            raise ValueError("PEER_WRITE/PEER_READ: another core's access needs a private cache "
+                             "level above a shared last level; this profile has one level")
         data = program.data
         start_cycle = self.cycles
         fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())

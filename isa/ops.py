@@ -28,6 +28,8 @@ class Op(IntEnum):
     INDEX_MASK = 18   # addr=index, size=limit: array_index_nospec's cmp/sbb mask
     PEER_WRITE = 19   # addr, size 1..64, data as STORE: another core on the socket writes
     #                   (our copies invalidated; our next access is a cache-to-cache transfer)
+    PEER_READ = 20    # addr, size 1..64: another core reads (our copies become shared; our
+    #                   next write waits for its copy to be invalidated)
 
 
 N_OPS = len(Op)

@@ -188,6 +188,16 @@ class Program:
             raise ProgramError(f"peer_write at {addr:#x}: size {n} not in 1..64")
         return self._emit(Op.PEER_WRITE, addr, n, data=off, imm=imm)
 
+    def peer_read(self, addr, size=8):
+        """Another core on the same socket reads `size` bytes at this point of the program
+        (no issue slot here): a copy this core modified is forwarded, and its copies become
+        shared, so this core's next write to the line waits for the other's copy to be
+        invalidated (profile cache.<last level>.peer_hitm_ns). The address must be mapped."""
+        self._check_addr("peer_read", addr)
+        if not 1 <= size <= 64:
+            raise ProgramError(f"peer_read at {addr:#x}: size {size} not in 1..64")
+        return self._emit(Op.PEER_READ, addr, size)
+
     def movnt(self, addr, data=None, size=None, value=0):
         """Non-temporal store of 4/8/16/32/64 bytes, naturally aligned."""
         self._check_addr("movnt", addr)
@@ -418,7 +428,8 @@ _ALLOWED_FLAGS = {
 ALLOWED = np.array([_ALLOWED_FLAGS.get(Op(k), 0) for k in range(N_OPS)], dtype=np.int64)
 MAX_SCALE = 4096
 PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
-_LOAD, _STORE, _MOVNT, _PEER = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT), int(Op.PEER_WRITE)
+_LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
+_PEER, _PEER_R = int(Op.PEER_WRITE), int(Op.PEER_READ)
 _REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
 _FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
 _CLFLUSH, _CLFLUSHOPT, _CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
@@ -436,7 +447,7 @@ def _first_bad(ops, n_sites, blob_len, first):
             continue
         size = ops[i, COL_SIZE]
         addr = ops[i, COL_ADDR]
-        if op == _LOAD or op == _STORE or op == _MOVNT or op == _PEER:
+        if op == _LOAD or op == _STORE or op == _MOVNT or op == _PEER or op == _PEER_R:
             if (size < 1 or size > 64) and first[1] < 0:
                 first[1] = i
             if op == _MOVNT:

@@ -18,10 +18,11 @@ Model departures: the emulator maps physical ranges, so the kernel's vmap alias 
 pages is a second copy of the ring in a supervisor region (`Ring.base` is the alias for
 "vmap", the user address otherwise; the guest's writes go to the address the host reads);
 the guest (virtio-user) runs on another core: its writes are peer writes
-(`virtqueue_enqueue_xmit`), its reads of the used ring are not modelled. The 16-byte descriptor read is assumed not to
-get the constant-size specialisation (kernel-paths.md §4.2: it depends on inlining). The
-per-packet work of handle_tx and of TAP + XDP is a declared cost the caller emits. Ring
-index arithmetic (free-running 16-bit indices, wrap at `num`) is done here in Python.
+(`virtqueue_enqueue_xmit`), its reads peer reads (`virtio_xmit_cleanup`). The 16-byte
+descriptor read is assumed not to get the constant-size specialisation (kernel-paths.md
+§4.2: it depends on inlining). The per-packet work of handle_tx and of TAP + XDP is a
+declared cost the caller emits. Ring index arithmetic (free-running 16-bit indices, wrap at
+`num`) is done here in Python.
 """
 from dataclasses import dataclass
 
@@ -185,7 +186,7 @@ def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes):
     drivers/net/virtio): per entry the payload of its buffer, its descriptor (head = entry
     index % num, as the ring was set up) and the entry, then avail->idx, all PEER_WRITEs at
     the addresses the host reads (the vmap alias too: it maps the same pages). Written just
-    before the host reads them; the guest's reads of the used ring are not modelled."""
+    before the host reads them; the guest reads the used ring in virtio_xmit_cleanup."""
     with p.function("guest (peer core)"):
         for idx in range(first, first + count):
             head = idx % ring.num
@@ -197,6 +198,16 @@ def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes):
                          + pkt_bytes.to_bytes(4, "little") + bytes(4))
             p.peer_write(ring.avail_ring(idx), head.to_bytes(2, "little"))
         p.peer_write(ring.avail + 2, ((first + count) & 0xFFFF).to_bytes(2, "little"))
+
+
+def virtio_xmit_cleanup(p, ring, first, count):
+    """The guest's vCPU reclaims sent buffers (DPDK virtio_xmit_cleanup): it reads used->idx
+    and the used elements first .. first+count-1 that the host wrote, as PEER_READs; the
+    host's next writes to those lines wait for the guest's copies to be invalidated."""
+    with p.function("guest (peer core)"):
+        p.peer_read(ring.used + 2, 2)
+        for idx in range(first, first + count):
+            p.peer_read(ring.used_ring(idx), USED_ELEM_BYTES)
 
 
 def copyin(p, dst, src, n):

@@ -27,6 +27,7 @@ N_LV = 10
 F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
 #                                               transient load, not used architecturally since
 F_PEER = 8   # (last level only) modified in another core's cache since: a PEER_WRITE
+F_SHARED = 16   # another core has read the line since this one last wrote it: PEER_READ
 
 # ccnt[level, counter]
 C_LOAD_HIT, C_LOAD_MISS, C_STORE_HIT, C_STORE_MISS = 0, 1, 2, 3
@@ -34,10 +35,11 @@ C_WB_IN_HIT, C_WB_IN_MISS = 4, 5      # dirty victims arriving from the level ab
 C_FILL, C_EVICT, C_WRITEBACK = 6, 7, 8  # WRITEBACK: dirty evictions sent down
 C_PF_FILL, C_PF_USEFUL, C_INVAL = 9, 10, 11
 C_PEER = 12   # accesses that found the line modified in another core: cache-to-cache
+C_UPGRADE = 13   # stores that found the line shared with another core: its copy invalidated
 COUNTER_NAMES = ("load_hits", "load_misses", "store_hits", "store_misses",
                  "writeback_in_hits", "writeback_in_misses", "fills", "evictions",
                  "dirty_writebacks", "prefetch_fills", "prefetch_useful", "invalidations",
-                 "peer_transfers")
+                 "peer_transfers", "peer_upgrades")
 N_COUNTERS = len(COUNTER_NAMES)
 
 INVALID = -1

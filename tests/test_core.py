@@ -483,3 +483,41 @@ def test_bad_peer_writes_are_refused():
     m = Machine(raw, {"cache.l1d.prefetcher": "none"})
     with pytest.raises(ValueError, match="one level"):
         m.run(Program().peer_write(A, b"x"))
+
+
+def test_a_line_another_core_read_costs_our_next_store_an_invalidation():
+    m = machine()
+    line = A >> 6
+    run1(m, lambda p: p.store(A, b"mine...."))
+    plain = run1(m, lambda p: p.store(A + 8, b"again..."))      # an L1 hit, not shared
+    assert run1(m, lambda p: p.peer_read(A, 8)) == 0
+    # the modified line was forwarded: clean here, dirty at the last level, shared
+    assert line not in m.dirty_lines("l1d") and line in m.dirty_lines("llc")
+    assert run1(m, lambda p: p.load(A + 16)) == 4                 # reading a shared line: a hit
+    shared = run1(m, lambda p: p.store(A + 24, b"upgrade."))
+    # the store's data is ready once the other copy is invalidated instead of after an L1 hit
+    assert shared == plain - 4 + hitm_cycles(m)
+    assert run1(m, lambda p: p.store(A + 32, b"ours...."))  == plain  # no longer shared
+    assert m.stats()["levels"]["l1d"]["peer_upgrades"] == 1
+    assert line in m.dirty_lines("l1d")
+
+
+def test_another_cores_read_of_a_line_not_held_here_changes_nothing():
+    m = machine()
+    run1(m, lambda p: p.load(A))
+    before = [m.cache_contents(lv) for lv in ("l1d", "l2", "llc")]
+    run1(m, lambda p: p.peer_read(A + 4096))
+    assert [m.cache_contents(lv) for lv in ("l1d", "l2", "llc")] == before
+
+
+def test_a_store_that_finds_a_shared_line_below_l1_upgrades_there():
+    # L1: one set of 2 ways, so two more lines push A out of L1 but not out of L2
+    m = machine(extra={"cache.l1d.size_bytes": 128, "cache.l1d.ways": 2})
+    run1(m, lambda p: p.load(A))
+    run1(m, lambda p: p.peer_read(A))
+    run1(m, lambda p: p.load(A + 64).load(A + 128))
+    run1(m, lambda p: p.store(A, b"12345678"))
+    lv = m.stats()["levels"]
+    assert lv["l2"]["peer_upgrades"] == 1 and lv["l1d"]["peer_upgrades"] == 0
+    run1(m, lambda p: p.store(A + 8, b"12345678"))                  # unshared since
+    assert m.stats()["levels"]["l1d"]["peer_upgrades"] == 0

@@ -91,6 +91,7 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
             heads.append(head)
         vhost.vhost_add_used_n(p, ring, heads)
         vhost.vhost_signal(p, ring)
+        vhost.virtio_xmit_cleanup(p, ring, ring.used_idx - len(heads), len(heads))
     return p
 
 
