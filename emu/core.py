@@ -930,6 +930,7 @@ def _copy(S, pt, frames, op, dst, src, n):
                 if op != REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
                     cm.count(S, 0, cm.C_LOAD_HIT, max(0, min(words, 8) - 1))
         _rob_push(S, ready)
+        S[S_DEP_READY] = max(S[S_DEP_READY], ready) if pos else ready   # the data copied
         line = d >> 6
         if op == NT_COPY:
             _movnt_bytes(S, d, k, r)
@@ -1417,8 +1418,12 @@ def run(S, pt, frames, ops, data, start, res, out):
             if S[T_SMAP]:
                 S[S_NOW] += S[T_STAC] if op == STAC else S[T_CLAC]
         elif op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
+            if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
+                _stall_until(S, S[S_DEP_READY])
             _copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
         elif op == WORK:
+            if flags & FLAG_DEPENDENT:   # it computes on the previous load's data
+                _stall_until(S, S[S_DEP_READY])
             S[S_NOW] += ops[i, COL_IMM]
         elif op == SITE:
             _site_close(S, S[S_NOW])

@@ -44,7 +44,8 @@ COL_IMM = 5
 COL_FLAGS = 6
 N_COLS = 7
 
-FLAG_DEPENDENT = 1      # LOAD/BRANCH/INDEX_MASK: an operand is the previous load's data
+FLAG_DEPENDENT = 1      # LOAD/BRANCH/INDEX_MASK/copies/WORK: an operand is the previous
+#                         load's data (a copy's loads count as loads)
 FLAG_EXTABLE = 2        # a page fault (unmapped, SMAP, privilege) goes to a fixup: the op
 #                         stops at the first faulting byte, the run goes on
 FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_mc_*)

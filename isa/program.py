@@ -269,11 +269,12 @@ class Program:
             raise ProgramError(f"flush_range at {addr:#x}: negative length {n}")
         return self._emit(Op.FLUSH_RANGE, addr, n, imm=int(kind))
 
-    def work(self, cycles):
-        """`cycles` of non-memory work (ALU, branches)."""
+    def work(self, cycles, dependent=False):
+        """`cycles` of non-memory work (ALU, branches). `dependent`: it works on the
+        previous load's data (or a copy's), so it starts once that data is there."""
         if cycles < 0:
             raise ProgramError(f"work: negative cycles {cycles}")
-        return self._emit(Op.WORK, imm=int(cycles))
+        return self._emit(Op.WORK, imm=int(cycles), flags=FLAG_DEPENDENT if dependent else 0)
 
     def branch(self, index, limit, body, predict_in=True, dependent=False):
         """A bounds check `if (index < limit)` (unsigned) guarding the next `body` ops. The
@@ -419,9 +420,10 @@ _ALLOWED_FLAGS = {
     Op.LOAD: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED | FLAG_MASKED,
     Op.STORE: FLAG_EXTABLE,
     Op.MOVNT: FLAG_EXTABLE,
-    Op.REP_MOVSB: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
-    Op.NT_COPY: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
-    Op.CAREFUL_COPY: FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.REP_MOVSB: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.NT_COPY: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.CAREFUL_COPY: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
+    Op.WORK: FLAG_DEPENDENT,
     Op.BRANCH: FLAG_DEPENDENT | FLAG_PREDICT_IN,
     Op.INDEX_MASK: FLAG_DEPENDENT,
 }

@@ -30,7 +30,7 @@ unrolled loop, are CAREFUL_COPY ops (8-byte moves, byte moves for the rest); add
 the constant TASK_SIZE_MAX (as from v5.10; before, it is read from the task and is
 TASK_SIZE_MAX for every user task), so no task_struct load is emitted.
 """
-from isa.ops import FLAG_EXTABLE, FLAG_ZERO_TAIL
+from isa.ops import FLAG_DEPENDENT, FLAG_EXTABLE, FLAG_ZERO_TAIL
 from isa.program import EFAULT, Ret
 
 TASK_SIZE_MAX = (1 << 47) - 4096   # x86-64, 4-level paging
@@ -121,10 +121,13 @@ def _raw_copy(p, dst, src, n, const, erms, nospec, flags):
     return Ret(copy_user_generic(p, dst, src, n, erms, flags))
 
 
-def raw_copy_from_user(p, dst, src, n, const=False, erms=True, flags=FLAG_EXTABLE):
+def raw_copy_from_user(p, dst, src, n, const=False, erms=True, flags=FLAG_EXTABLE,
+                       dependent=False):
     """`const`: n is a compile-time constant (the 1/2/4/8/10/16-byte specialisation with
-    its LFENCE). Returns Ret: bytes not copied."""
-    return _raw_copy(p, dst, src, n, const, erms, True, flags)
+    its LFENCE). `dependent`: src came from the previous load's data. Returns Ret: bytes not
+    copied."""
+    return _raw_copy(p, dst, src, n, const, erms, True,
+                     flags | (FLAG_DEPENDENT if dependent else 0))
 
 
 def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
@@ -132,9 +135,9 @@ def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
     return _raw_copy(p, dst, src, n, const, erms, False, FLAG_EXTABLE)
 
 
-def __copy_from_user(p, dst, src, n, const=False, erms=True):
+def __copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False):
     """raw_copy_from_user without a range check. Returns Ret: bytes not copied."""
-    return raw_copy_from_user(p, dst, src, n, const, erms)
+    return raw_copy_from_user(p, dst, src, n, const, erms, dependent=dependent)
 
 
 def __copy_to_user(p, dst, src, n, const=False, erms=True):
@@ -142,11 +145,12 @@ def __copy_to_user(p, dst, src, n, const=False, erms=True):
     return raw_copy_to_user(p, dst, src, n, const, erms)
 
 
-def copy_from_user(p, dst, src, n, const=False, erms=True):
+def copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False):
     """access_ok, then raw_copy_from_user; what was not copied is zeroed in the kernel
     destination (_copy_from_user's memset). Returns Ret: bytes not copied."""
     with p.guarded(*range_cmp(src, n)):
-        r = raw_copy_from_user(p, dst, src, n, const, erms, FLAG_EXTABLE | FLAG_ZERO_TAIL)
+        r = raw_copy_from_user(p, dst, src, n, const, erms, FLAG_EXTABLE | FLAG_ZERO_TAIL,
+                               dependent)
     if _in_range(src, n):
         return r
     for off in range(0, n, 64):

@@ -26,6 +26,7 @@ declared cost the caller emits. Ring index arithmetic (free-running 16-bit indic
 """
 from dataclasses import dataclass
 
+from isa.ops import FLAG_DEPENDENT
 from kernels import uaccess as ua
 
 PATHS = ("uaccess", "vmap", "checked")
@@ -103,21 +104,32 @@ def vhost_put_user(p, ring, addr, value, size):
         ua.__put_user(p, addr, value, size)
 
 
-def _vhost_copy(p, ring, dst, src, n, to_user):
+def _vhost_copy(p, ring, dst, src, n, to_user, dependent=False):
     if ring.path == "vmap":                             # memcpy through the kernel mapping
-        p.load(ring.maps)
+        if not dependent:   # a dependent copy's map pointer was loaded ahead by the caller
+            p.load(ring.maps)
+        flags = FLAG_DEPENDENT if dependent else 0
         if n < ua.SHORT_STRING:
-            p.careful_copy(dst, src, n)
+            p.careful_copy(dst, src, n, flags=flags)
         else:
-            p.rep_movsb(dst, src, n)
+            p.rep_movsb(dst, src, n, flags=flags)
     elif ring.path == "checked":
-        (ua.copy_to_user if to_user else ua.copy_from_user)(p, dst, src, n)
+        if to_user:
+            ua.copy_to_user(p, dst, src, n)
+        else:
+            ua.copy_from_user(p, dst, src, n, dependent=dependent)
+    elif to_user:
+        ua.__copy_to_user(p, dst, src, n)
     else:
-        (ua.__copy_to_user if to_user else ua.__copy_from_user)(p, dst, src, n)
+        ua.__copy_from_user(p, dst, src, n, dependent=dependent)
 
 
-def vhost_copy_from_user(p, ring, dst, src, n):
-    _vhost_copy(p, ring, dst, src, n, False)
+def vhost_copy_from_user(p, ring, dst, src, n, dependent=False):
+    """`dependent`: src came from the previous load's data (the descriptor's index). An op
+    has one predecessor here, so on the vmap path the caller loads the map pointer ahead
+    (it needs no data: an out-of-order core issues it early) and the copy waits for the
+    index alone."""
+    _vhost_copy(p, ring, dst, src, n, False, dependent)
 
 
 def vhost_copy_to_user(p, ring, dst, src, n):
@@ -126,8 +138,9 @@ def vhost_copy_to_user(p, ring, dst, src, n):
 
 def translate_desc(p, ring):
     """Guest address -> host iovec: an interval-tree lookup in the memory table (kernel
-    memory: the root, then one node for a table of few regions), one iovec written."""
-    p.load(ring.umem)
+    memory: the root, then one node for a table of few regions), one iovec written. The walk
+    compares the descriptor's address, so its first load waits for the descriptor's data."""
+    p.load(ring.umem, dependent=True)
     p.load(ring.umem + 64, dependent=True)
     p.store(ring.vq + 128, size=16, value=0)           # vq->iov[0]
 
@@ -142,8 +155,11 @@ def vhost_get_vq_desc(p, ring):
             vhost_get_user(p, ring, ring.avail + 2, 2)  # avail->idx; then smp_rmb()
             ring.avail_idx = ring.last_avail_idx + VHOST_NET_BATCH
         head = ring.last_avail_idx % ring.num
+        if ring.path == "vmap":
+            p.load(ring.maps)                           # the descriptor table's map, ahead
         vhost_get_user(p, ring, ring.avail_ring(ring.last_avail_idx), 2)
-        vhost_copy_from_user(p, ring, ring.stack, ring.desc + DESC_BYTES * head, DESC_BYTES)
+        vhost_copy_from_user(p, ring, ring.stack, ring.desc + DESC_BYTES * head, DESC_BYTES,
+                             dependent=True)         # head: the avail entry's data
         with p.function("translate_desc"):
             translate_desc(p, ring)
         ring.last_avail_idx += 1
@@ -212,6 +228,7 @@ def virtio_xmit_cleanup(p, ring, first, count):
 
 def copyin(p, dst, src, n):
     """lib/iov_iter.c copyin: access_ok, then raw_copy_from_user (the packet payload; a
-    user copy on every path: the vmap series changed the metadata accessors only)."""
+    user copy on every path: the vmap series changed the metadata accessors only). src is
+    the iovec translate_desc computed: the copy waits for its last load."""
     with p.guarded(*ua.range_cmp(src, n)):
-        ua.raw_copy_from_user(p, dst, src, n)
+        ua.raw_copy_from_user(p, dst, src, n, dependent=True)

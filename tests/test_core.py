@@ -344,6 +344,33 @@ def test_sfence_waits_for_the_nt_line_to_be_accepted():
     assert t == accept + d["instr"]["sfence_cycles"]
 
 
+def test_dependent_work_waits_for_the_loaded_data():
+    dram = cycles_of(machine(), 90.0)
+    assert run1(machine(), lambda p: p.load(0x1000).work(10)) == dram          # overlaps
+    assert run1(machine(), lambda p: p.load(0x1000).work(10, dependent=True)) == dram + 10
+
+
+def test_dependent_copies_wait_for_the_loaded_address_and_give_their_data():
+    from isa.ops import FLAG_DEPENDENT
+    dram = cycles_of(machine(), 90.0)
+
+    def copy_after_miss(flags):
+        m = machine()
+        run1(m, lambda p: p.load(0x8000).load(0x9000))        # source and destination cached
+        return run1(m, lambda p: p.load(0x1000).careful_copy(0x9000, 0x8000, 8, flags=flags))
+    # dependent: the copy's source load (an L1 hit) starts when the missed load's data is back
+    assert copy_after_miss(FLAG_DEPENDENT) >= dram + 4 > copy_after_miss(0)
+
+    def load_after_copy(dependent):
+        m = machine()
+        run1(m, lambda p: p.load(0x8000).load(0x9000))        # load line, destination cached
+        return run1(m, lambda p: p.careful_copy(0x9000, 0x1000, 8).load(0x8000,
+                                                                       dependent=dependent))
+    # a load that takes its address from the copied data waits for the copy's source (a
+    # DRAM miss), then hits L1
+    assert load_after_copy(True) >= dram + 4 > load_after_copy(False)
+
+
 def test_lfence_waits_for_an_outstanding_load():
     m = machine()
     lat = cycles_of(m, 90.0)

@@ -90,9 +90,11 @@ def test_scenario_json_names_and_order(capsys):
     assert set(vhost_tx.VARIANTS) == {f"smap={s},path={p}" for s in ("on", "off")
                                       for p in ("uaccess", "vmap", "checked")}
     for s in ("on", "off"):
-        # vmap: no STAC/CLAC/LFENCE or checks on the metadata; fastest of the three
+        # vmap: no STAC/CLAC and no LFENCE on the metadata
         assert v[f"smap={s},path=vmap"]["mpps"] >= v[f"smap={s},path=uaccess"]["mpps"]
-        assert v[f"smap={s},path=vmap"]["mpps"] >= v[f"smap={s},path=checked"]["mpps"]
+    # with SMAP on the checked path still pays STAC/CLAC per access; with it off, checked and
+    # vmap differ only by an index mask against a map-pointer load in the avail entry's chain
+    assert v["smap=on,path=vmap"]["mpps"] >= v["smap=on,path=checked"]["mpps"]
     for path in vhost.PATHS:   # SMAP only adds the STAC/CLAC costs
         assert v[f"smap=on,path={path}"]["ns_per_packet"] > v[f"smap=off,path={path}"]["ns_per_packet"]
     d = v["smap=on,path=uaccess"]

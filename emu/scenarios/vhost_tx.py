@@ -86,8 +86,8 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
                 p.store(ring.vq + 256 + 8 * j, size=8, value=head)   # vq->heads[done_idx]
             with p.function("copyin (payload)"):
                 vhost.copyin(p, frags + BUF_STRIDE * j, bufs + BUF_STRIDE * head, pkt_bytes)
-            with p.function("tun + xdp1 (declared)"):
-                p.work(declared["tun + xdp1 (declared)"])
+            with p.function("tun + xdp1 (declared)"):   # xdp1 parses the copied packet
+                p.work(declared["tun + xdp1 (declared)"], dependent=True)
             heads.append(head)
         vhost.vhost_add_used_n(p, ring, heads)
         vhost.vhost_signal(p, ring)
