@@ -476,7 +476,8 @@ def _first_use(S, lvl, line, f):
 @compiled
 def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
-    memory). Returns the cycle its data is available at level `first`."""
+    memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
+    line is shared with another core (for the caller's fill above `first`), else 0."""
     nlev = S[T_LEVELS]
     hit = nlev
     b = -1
@@ -500,9 +501,10 @@ def _walk(S, line, t0, first, kind):
             cm.count(S, hit, cm.C_STORE_HIT, 1)
         f = cm.flags(S, b)
         lat = cm.hit_cycles(S, hit)
-        if f & cm.F_PEER:   # modified in another core: it sends the line (HITM)
-            lat = max(lat, S[T_PEER])
-            f = (f & ~cm.F_PEER) | cm.F_DIRTY
+        if f & cm.F_PEER:   # modified in another core: it sends the line (HITM) and keeps a
+            lat = max(lat, S[T_PEER])   # shared copy, unless this is a read-for-ownership
+            f = (f & ~(cm.F_PEER | cm.F_SHARED)) | cm.F_DIRTY | (
+                cm.F_SHARED if kind != K_STORE else 0)
             cm.set_flags(S, b, f)
             cm.count(S, hit, cm.C_PEER, 1)
         if f & cm.F_SHARED:
@@ -526,7 +528,7 @@ def _walk(S, line, t0, first, kind):
                  flg | shared)
         if flg:
             cm.count(S, lvl, cm.C_PF_FILL, 1)
-    return done
+    return done, shared
 
 
 @inlined
@@ -555,7 +557,7 @@ def _prefetch(S, lvl, pf, line, t0):
             i = _free_lfb(S)
             if S[ix(S[H_LFB] + i)] > t0:
                 return
-            S[ix(S[H_LFB] + i)] = _walk(S, nxt, t0, 0, K_PREFETCH)
+            S[ix(S[H_LFB] + i)] = _walk(S, nxt, t0, 0, K_PREFETCH)[0]
         else:
             _walk(S, nxt, t0, lvl, K_PREFETCH)
 
@@ -594,7 +596,7 @@ def _demand_miss(S, line, t0, kind):
         t0 = S[ix(S[H_LFB] + i)]
         _stall_until(S, t0)
     if S[T_LEVELS] > 1:
-        done = _walk(S, line, t0, 1, kind)
+        done, shared = _walk(S, line, t0, 1, kind)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
         spec = cm.F_TRANSIENT if S[S_SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
@@ -604,10 +606,12 @@ def _demand_miss(S, line, t0, kind):
         _site_count(S, SC_LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
         spec = _spec_flag(S, True)
+        shared = 0
     S[ix(S[H_LFB] + i)] = done
     i0 = cm.set_start(S, 0, line)
     cm.remember_l1(S, line, i0, _install(S, 0, i0, line, done,
-                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec))
+                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec
+                                         | shared))
     if S[T_PF_L1] != PF_NONE:
         _prefetch(S, 0, S[T_PF_L1], line, t0)
     return done
@@ -649,7 +653,8 @@ def _peer_write(S, line):
     if b < 0:
         _install(S, llc, i0, line, S[S_NOW], cm.F_PEER)
     else:
-        cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT)) | cm.F_PEER)
+        cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED))
+                     | cm.F_PEER)
         cm.touch(S, llc, i0, b)
 
 

@@ -548,3 +548,19 @@ def test_a_store_that_finds_a_shared_line_below_l1_upgrades_there():
     assert lv["l2"]["peer_upgrades"] == 1 and lv["l1d"]["peer_upgrades"] == 0
     run1(m, lambda p: p.store(A + 8, b"12345678"))                  # unshared since
     assert m.stats()["levels"]["l1d"]["peer_upgrades"] == 0
+
+
+def test_reading_a_line_another_core_wrote_leaves_it_shared():
+    # the writer keeps a shared copy after sending the line: a later store here waits for
+    # its invalidation; a store straight after the write takes the line for ownership
+    m = machine()
+    run1(m, lambda p: p.peer_write(A, b"theirs!!"))
+    run1(m, lambda p: p.load(A))
+    run1(m, lambda p: p.store(A + 8, b"ours...."))
+    assert m.stats()["levels"]["l1d"]["peer_upgrades"] == 1
+    m = machine()
+    run1(m, lambda p: p.peer_write(A, b"theirs!!"))
+    run1(m, lambda p: p.store(A + 8, b"ours...."))
+    run1(m, lambda p: p.store(A + 16, b"again..."))
+    lv = m.stats()["levels"]
+    assert lv["llc"]["peer_transfers"] == 1 and lv["l1d"]["peer_upgrades"] == 0
