@@ -158,17 +158,22 @@ class Program:
     def store(self, addr, data=None, size=None, value=0, flags=0):
         """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`.
         `flags`: FLAG_EXTABLE (a fault goes to a fixup)."""
-        self._check_addr("store", addr)
+        n, off, imm = self._written("store", addr, data, size, value)
+        return self._emit(Op.STORE, addr, n, data=off, imm=imm, flags=flags)
+
+    def _written(self, name, addr, data, size, value):
+        """(bytes, data offset or -1, IMM) of a write of `data` (1..64 bytes), or of `size`
+        (default 8) bytes of little-endian `value`."""
+        self._check_addr(name, addr)
         if data is not None:
             off, n = self._add_data(data)
             if not 1 <= n <= 64:
-                raise ProgramError(f"store at {addr:#x}: {n} data bytes not in 1..64")
-            return self._emit(Op.STORE, addr, n, data=off, flags=flags)
+                raise ProgramError(f"{name} at {addr:#x}: {n} data bytes not in 1..64")
+            return n, off, 0
         size = 8 if size is None else size
         if not 1 <= size <= 64:
-            raise ProgramError(f"store at {addr:#x}: size {size} not in 1..64")
-        return self._emit(Op.STORE, addr, size, imm=int(np.int64(np.uint64(value & (2**64 - 1)))),
-                          flags=flags)
+            raise ProgramError(f"{name} at {addr:#x}: size {size} not in 1..64")
+        return size, -1, int(np.int64(np.uint64(value & (2**64 - 1))))
 
     def peer_write(self, addr, data=None, size=None, value=0):
         """Another core on the same socket (a guest's vCPU, a producer thread) writes `data`
@@ -177,15 +182,7 @@ class Program:
         them modified in that core's cache, so this core's next access to them is a
         cache-to-cache transfer (profile cache.<last level>.peer_hitm_ns). Privilege and
         SMAP do not apply (it is not this core's access); the address must be mapped."""
-        self._check_addr("peer_write", addr)
-        if data is not None:
-            off, n = self._add_data(data)
-            imm = 0
-        else:
-            off, n = -1, 8 if size is None else size
-            imm = int(np.int64(np.uint64(value & (2**64 - 1))))
-        if not 1 <= n <= 64:
-            raise ProgramError(f"peer_write at {addr:#x}: size {n} not in 1..64")
+        n, off, imm = self._written("peer_write", addr, data, size, value)
         return self._emit(Op.PEER_WRITE, addr, n, data=off, imm=imm)
 
     def peer_read(self, addr, size=8):

@@ -500,8 +500,10 @@ def test_smap_does_not_apply_to_another_cores_write():
 
 
 def test_bad_peer_writes_are_refused():
-    with pytest.raises(ProgramError, match="size 65"):
+    with pytest.raises(ProgramError, match="65 data bytes not in 1..64"):
         Program().peer_write(A, bytes(65))
+    with pytest.raises(ProgramError, match="size 0 not in 1..64"):
+        Program().peer_write(A, size=0)
     # a hierarchy of one level has no private level for the writer to take the line from
     raw = tomllib.loads((PROFILES / "skylake-ddr4.toml").read_text())
     l1, llc = raw["cache"]["l1d"], raw["cache"]["llc"]
