@@ -451,12 +451,12 @@ def _spec_flag(S, from_memory):
 
 
 @compiled
-def _architectural(S, line):
-    """`line`, filled by a transient load, is now used architecturally: not a leak."""
+def _clear_flag(S, line, flag):
+    """Clear `flag` on every level's copy of `line`."""
     for lvl in range(S[T_LEVELS]):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
-            cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_TRANSIENT)
+            cm.set_flags(S, b, cm.flags(S, b) & ~flag)
 
 
 @compiled
@@ -468,7 +468,7 @@ def _first_use(S, lvl, line, f):
         f &= ~cm.F_PREFETCHED
         cm.count(S, lvl, cm.C_PF_USEFUL, 1)
     if f & cm.F_TRANSIENT and not S[S_SPEC]:
-        _architectural(S, line)
+        _clear_flag(S, line, cm.F_TRANSIENT)   # used architecturally now: not a leak
         f &= ~cm.F_TRANSIENT
     return f
 
@@ -663,10 +663,7 @@ def _upgrade(S, lvl, line):
     """A store finds `line` shared with another core (at level `lvl`): that copy is
     invalidated first, and this core's copies stop being shared. Returns the wait, taken as
     one cache-to-cache round trip (peer_hitm_ns)."""
-    for k in range(S[T_LEVELS]):
-        b = cm.lookup(S, k, line)
-        if b >= 0:
-            cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_SHARED)
+    _clear_flag(S, line, cm.F_SHARED)
     cm.count(S, lvl, cm.C_UPGRADE, 1)
     return S[T_PEER]
 
