@@ -235,7 +235,8 @@ def main(argv=None):
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"bare LRU simulator vs pycachesim (scale {args.scale:g}; compile {out['compile_s']:.1f} s)")
+    print(f"bare LRU simulator vs pycachesim (scale {args.scale:g}; "
+          f"compile {out['compile_s']:.1f} s)")
     for name, r in out["traces"].items():
         print(f"  {name:22s} bare {r['bare_per_s'] / 1e6:7.1f} M/s  pycachesim "
               f"{r['pycachesim_per_s'] / 1e6:6.1f} M/s  ratio {r['ratio']:5.2f}  "

@@ -8,13 +8,13 @@ kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descri
 avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
 reads of them are cache-to-cache transfers). Metadata goes through the uaccess primitives
 (`path=uaccess`: STAC, LFENCE, access, CLAC), through the checked forms (`path=checked`:
-access_ok with address masking) or through a kernel mapping of the ring (`path=vmap`: plain loads and stores);
-`smap=on|off` is the machine's SMAP (off: the kernel patches STAC/CLAC out). The per-packet
-work the emulator does not model — handle_tx's own loop and TAP with the xdp1 program —
-is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns) and is the same for
-every variant. Assumed: 64-byte packets, a 256-entry ring kept full by the guest, a polling
-guest (no eventfd signal). Metric `mpps`, with `ns_per_packet` and the cycles per packet of
-each function. scenarios.md gives no published figure: the emulator predicts.
+access_ok with address masking) or through a kernel mapping of the ring (`path=vmap`: plain
+loads and stores); `smap=on|off` is the machine's SMAP (off: the kernel patches STAC/CLAC
+out). The per-packet work the emulator does not model — handle_tx's own loop and TAP with
+the xdp1 program — is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns)
+and is the same for every variant. Assumed: 64-byte packets, a 256-entry ring kept full by
+the guest, a polling guest (no eventfd signal). Metric `mpps`, with `ns_per_packet` and the
+cycles per packet of each function. scenarios.md gives no published figure: the emulator predicts.
 """
 
 from emu.machine import Machine
