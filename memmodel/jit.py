@@ -1,48 +1,177 @@
-"""The one decorator for compiled code.
+"""The decorators for compiled code, the host intrinsics, and the compiled cache's digest.
 
 `_nrt=False`: compiled code never allocates (every array comes from Python), so numba's
-reference counting is not needed; with it, each call that passes the state NamedTuples
-pays an atomic incref/decref per array (measured: ~300 ns vs ~30 ns per call).
+reference counting is not needed; with it, each call that passes the state buffer pays an
+atomic incref/decref per array (measured: ~300 ns vs ~30 ns per call).
+
+With NUMBA_DISABLE_JIT=1 everything runs as plain Python (slowly, but debuggable and
+coverable): the intrinsics below have Python twins then.
 """
+import ast
 import hashlib
+import os
 from pathlib import Path
 
+import numpy as np
+from llvmlite import ir as _ir
 from numba import config, njit, uint64
+from numba import types as _types
+from numba.core import cgutils as _cgutils
+from numba.extending import intrinsic as _intrinsic
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("emu", "memmodel", "isa")
+DECORATORS = {"compiled", "inlined", "njit", "intrinsic", "_intrinsic"}
+MARKER = "compiled-sources.sha256"
 
 
-def _drop_stale_cache():
-    """numba keys a cached function on its own file's timestamp only, but the core inlines
-    and calls code from every compiled module: after a change to any of them (say
-    memmodel/cache.py alone) it would load a stale core. So the cached objects are dropped
-    whenever the sources of the compiled modules change."""
-    root = Path(__file__).resolve().parent.parent
-    srcs = sorted(p for d in ("emu", "memmodel", "isa") for p in (root / d).rglob("*.py"))
-    srcs = [p.read_bytes() for p in srcs]
-    digest = hashlib.sha256(b"".join(b for b in srcs if b"@compiled" in b or b"@inlined" in b
-                                     or b"@njit" in b or b"@_intrinsic" in b)).hexdigest()
-    marker = root / "emu" / "__pycache__" / "compiled-sources.sha256"
+def _module(root, name):
+    """The file of project module `name` (dotted), or None if it is none of ours."""
+    if name.split(".")[0] not in PACKAGES:
+        return None
+    p = Path(root).joinpath(*name.split("."))
+    for f in (p.with_suffix(".py"), p / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+def _imports(root, tree, pkg):
+    """Project module files that `tree` (of a module in package `pkg`) takes values from:
+    `from a.b import c` takes them from a/b/c.py if that is a module, else from a/b."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(_module(root, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            for a in node.names:
+                out.add(_module(root, f"{base}.{a.name}") or _module(root, base))
+    out.discard(None)
+    return out
+
+
+def _code_only(tree):
+    """The module's AST without docstrings: what the compiled code can depend on."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _is_compiled(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for d in node.decorator_list:
+                d = d.func if isinstance(d, ast.Call) else d
+                if (d.id if isinstance(d, ast.Name) else getattr(d, "attr", None)) in DECORATORS:
+                    return True
+    return False
+
+
+def frozen_sources(root=None):
+    """{path: code} of every module whose values the compiled core freezes: each module with
+    a compiled function, and every project module those import, transitively (constants,
+    offsets, opcodes, flags, registry ids). Docstrings and comments are left out."""
+    root = Path(root or ROOT)
+    trees = {}
+    for d in PACKAGES:
+        for f in sorted((root / d).rglob("*.py")):
+            trees[f] = ast.parse(f.read_bytes(), str(f))
+    todo = [f for f, t in trees.items() if _is_compiled(t)]
+    seen = set(todo)
+    while todo:
+        f = todo.pop()
+        pkg = ".".join(f.relative_to(root).parts[:-1])
+        for dep in _imports(root, trees[f], pkg) - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return {str(f.relative_to(root)): _code_only(trees[f]) for f in sorted(seen)}
+
+
+def digest(root=None):
+    h = hashlib.sha256()
+    for path, code in frozen_sources(root).items():
+        h.update(path.encode() + b"\0" + code.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _cache_dirs(root):
+    """Where numba keeps this checkout's cached objects."""
+    if not config.CACHE_DIR:
+        return [root / d for d in PACKAGES]
+    # numba's user-wide cache names a source folder's objects after the folder and its path
+    out = []
+    for d in PACKAGES:
+        for sub in [root / d, *(p for p in (root / d).rglob("*") if p.is_dir())]:
+            name = f"{sub.name}_{hashlib.sha1(str(sub).encode()).hexdigest()}"
+            out.append(Path(config.CACHE_DIR) / name)
+    return out
+
+
+def drop_stale_cache(root=None):
+    """numba keys a cached function on its own file only, but the core inlines and calls
+    code from every compiled module and freezes the constants of the modules they import:
+    after a change to any of them it would load a stale core (one that writes old offsets
+    while Python reads new ones). So this checkout's cached objects are dropped whenever
+    the code of those modules changes. Returns whether it dropped them."""
+    root = Path(root or ROOT)
+    d = digest(root)
+    marker = (Path(config.CACHE_DIR) / f"cacheline-emu-{hashlib.sha1(str(root).encode()).hexdigest()}.sha256"
+              if config.CACHE_DIR else root / "emu" / "__pycache__" / MARKER)
     try:
-        if marker.exists() and marker.read_text() == digest:
-            return
-        dirs = [Path(config.CACHE_DIR)] if config.CACHE_DIR else [root]
-        for d in dirs:
-            for f in d.rglob("*.nb[ci]"):
-                f.unlink(missing_ok=True)
-        marker.parent.mkdir(exist_ok=True)
-        marker.write_text(digest)
+        if marker.exists() and marker.read_text() == d:
+            return False
+        for c in _cache_dirs(root):
+            if c.is_dir():
+                for f in c.rglob("*.nb[ci]"):
+                    f.unlink(missing_ok=True)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(f"{marker.name}.{os.getpid()}")
+        tmp.write_text(d)
+        os.replace(tmp, marker)   # never a half-written marker under concurrent imports
     except OSError:   # a read-only install: nothing is edited there either
-        pass
+        return False
+    return True
 
 
-_drop_stale_cache()
-compiled = njit(cache=True, _nrt=False)
+if not config.DISABLE_JIT:
+    drop_stale_cache()
 
-# Hot helpers (tiny ones, and those with few call sites on the per-line paths) are inlined
-# into their callers at numba IR level: a call that is not inlined passes S as a 7-word
-# array struct and checks a status on return, which costs more than most of their bodies
-# (measured in CPU time: the copy trace and dax-memcpy 1.3-1.55x faster, random loads 1.1x;
-# the cold compile grows from about 90 s to 190 s, README "Performance").
-inlined = njit(cache=True, _nrt=False, inline="always")
+
+def _generic_calls(disp):
+    """numba types a call to a compiled function with literal arguments as a separate
+    specialisation per literal value (cache.count was compiled over 20 times, the miss walk
+    five); calls are typed on plain types instead, once per function. LLVM still folds the
+    constants where it inlines."""
+    if config.DISABLE_JIT:
+        return disp
+    resolve = disp.get_call_template
+
+    def get_call_template(args, kws):
+        return resolve(tuple(_types.unliteral(a) for a in args),
+                       {k: _types.unliteral(v) for k, v in kws.items()})
+
+    disp.get_call_template = get_call_template
+    return disp
+
+
+def compiled(f):
+    """A compiled phase, called (not inlined) by its callers."""
+    return _generic_calls(njit(cache=True, _nrt=False)(f))
+
+
+def inlined(f):
+    """A hot helper that LLVM inlines into every caller (alwaysinline). numba's own IR-level
+    inlining (inline="always") re-ran the front end at each of several hundred call sites:
+    the cold compile took about 400 s with it."""
+    return _generic_calls(njit(cache=True, _nrt=False, forceinline=True)(f))
+
 
 # Hot code indexes S with ix(i): numba wraps every negative signed index (i += len) and that
 # test on each access shows in the hot loops, while an unsigned index has none. Offsets
@@ -50,18 +179,11 @@ inlined = njit(cache=True, _nrt=False, inline="always")
 ix = uint64
 
 
-# ------------------------------------------------------------------ host prefetch hint
-from llvmlite import ir as _ir  # noqa: E402
-from numba import types as _types  # noqa: E402
-from numba.core import cgutils as _cgutils  # noqa: E402
-from numba.extending import intrinsic as _intrinsic  # noqa: E402
+# ------------------------------------------------------------------ host intrinsics
 
 
 @_intrinsic
-def host_prefetch(typingctx, arr, idx):
-    """Ask the *host* CPU to bring arr[idx] into its cache (llvm.prefetch, read, high
-    locality). Only a hint: it never faults, changes no value and no emulated state; it
-    lets the misses of a big state buffer overlap instead of forming a dependent chain."""
+def _host_prefetch(typingctx, arr, idx):
     sig = _types.void(arr, idx)
 
     def codegen(context, builder, signature, args):
@@ -79,9 +201,7 @@ def host_prefetch(typingctx, arr, idx):
 
 
 @_intrinsic
-def trailing_zeros(typingctx, x):
-    """Number of trailing zero bits of the int64 x (llvm.cttz; 64 for x = 0): a shift
-    instead of a division by a power of two known only at run time."""
+def _trailing_zeros(typingctx, x):
     sig = _types.int64(_types.int64)
 
     def codegen(context, builder, signature, args):
@@ -94,12 +214,35 @@ def trailing_zeros(typingctx, x):
 
 
 @_intrinsic
-def as_float(typingctx, bits):
-    """The float64 whose bit pattern is the int64 `bits` (a float kept in an int64 state
-    buffer)."""
+def _as_float(typingctx, bits):
     sig = _types.float64(_types.int64)
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], _ir.DoubleType())
 
     return sig, codegen
+
+
+def _py_host_prefetch(arr, idx):
+    return None
+
+
+def _py_trailing_zeros(x):
+    x = int(x) & (2**64 - 1)
+    return np.int64(64 if x == 0 else (x & -x).bit_length() - 1)
+
+
+def _py_as_float(bits):
+    return np.int64(bits).view(np.float64)
+
+
+# host_prefetch(arr, idx): ask the *host* CPU to bring arr[idx] into its cache (llvm.prefetch,
+# read, high locality). Only a hint: it never faults and changes no value or emulated state;
+# it lets the misses of a big state buffer overlap instead of forming a dependent chain.
+# trailing_zeros(x): trailing zero bits of the int64 x (llvm.cttz; 64 for 0), a shift
+# instead of a division by a power of two known only at run time.
+# as_float(bits): the float64 whose bit pattern is the int64 `bits` (a float kept in S).
+if config.DISABLE_JIT:
+    host_prefetch, trailing_zeros, as_float = _py_host_prefetch, _py_trailing_zeros, _py_as_float
+else:
+    host_prefetch, trailing_zeros, as_float = _host_prefetch, _trailing_zeros, _as_float

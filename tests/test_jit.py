@@ -1,0 +1,131 @@
+"""The compiled cache is never stale, and the intrinsics have exact Python twins.
+
+numba keys a cached function on its own file only; the core freezes constants of other
+modules (offsets, opcodes, flags, registry ids). memmodel.jit drops the cached objects when
+the code of any module the compiled functions depend on changes.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+from memmodel import jit
+
+ROOT = Path(jit.__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for d in jit.PACKAGES:
+        shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def edit(path, old, new):
+    s = path.read_text()
+    assert old in s, f"{old!r} not in {path}"
+    path.write_text(s.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("path, old, new", [
+    ("emu/state.py", '_S_FIELDS = ("now", "uop_frac"', '_S_FIELDS = ("uop_frac", "now"'),
+    ("isa/ops.py", "FLAG_EXTABLE = 2", "FLAG_EXTABLE = 128"),
+    ("memmodel/policies/__init__.py", '"lru", "plru"', '"plru", "lru"'),
+    ("memmodel/layout.py", '"tp", "sc", "l1_memo"', '"sc", "tp", "l1_memo"'),
+])
+def test_a_constant_the_core_freezes_changes_the_digest(tree, path, old, new):
+    before = jit.digest(tree)
+    edit(tree / path, old, new)
+    assert jit.digest(tree) != before
+
+
+@pytest.mark.parametrize("path, old, new", [
+    ("emu/machine.py", "import time", "import time  # facade only"),
+    ("emu/core.py", '"""The compiled run loop', '"""The compiled run loop (edited)'),
+    ("emu/state.py", "# wc[buffer, field]", "# wc[buffer, field], edited"),
+])
+def test_docstrings_comments_and_the_facade_leave_the_digest(tree, path, old, new):
+    before = jit.digest(tree)
+    edit(tree / path, old, new)
+    assert jit.digest(tree) == before
+
+
+STATE = "S_NOW, S_END = range(2)\n"
+CORE = textwrap.dedent("""\
+    from emu.state import S_NOW
+    from memmodel.jit import compiled
+
+
+    @compiled
+    def run(S):
+        S[S_NOW] = 7
+""")
+PROBE = ("import numpy as np; from emu import state; from emu.core import run; "
+         "S = np.zeros(2, np.int64); run(S); print(int(S[state.S_NOW]))")
+
+
+@pytest.mark.parametrize("user_cache_dir", [False, True])
+def test_a_reordered_constants_module_never_runs_a_stale_core(tmp_path, user_cache_dir):
+    """The reproduction of architecture.md section 8: reorder the fields of a module that
+    only holds constants; the cached core must not keep writing the old offset."""
+    (tmp_path / "memmodel").mkdir()
+    (tmp_path / "emu").mkdir()
+    shutil.copy(ROOT / "memmodel" / "jit.py", tmp_path / "memmodel" / "jit.py")
+    for f in ("memmodel/__init__.py", "emu/__init__.py"):
+        (tmp_path / f).write_text("")
+    (tmp_path / "emu" / "state.py").write_text(STATE)
+    (tmp_path / "emu" / "core.py").write_text(CORE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    if user_cache_dir:
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def probe():
+        r = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout)
+
+    assert probe() == 7
+    assert probe() == 7   # from the cache
+    (tmp_path / "emu" / "state.py").write_text("S_END, S_NOW = range(2)\n")
+    assert probe() == 7
+
+
+def test_drop_stale_cache_removes_only_on_change(tree):
+    obj = tree / "memmodel" / "__pycache__" / "x.nbc"
+    obj.parent.mkdir(exist_ok=True)
+    obj.write_bytes(b"old")
+    if jit.config.CACHE_DIR:
+        pytest.skip("NUMBA_CACHE_DIR is set: the objects live elsewhere")
+    assert jit.drop_stale_cache(tree)
+    assert not obj.exists()
+    obj.write_bytes(b"new")
+    assert not jit.drop_stale_cache(tree)
+    assert obj.exists()
+
+
+@njit
+def _tz(x):
+    return jit.trailing_zeros(x)
+
+
+@njit
+def _bits(b):
+    return jit.as_float(b)
+
+
+@pytest.mark.parametrize("x", [0, 1, 2, 3, 4096, 6 << 20, -1, -(2**63), 2**62])
+def test_trailing_zeros_twin(x):
+    assert jit._py_trailing_zeros(x) == _tz(np.int64(x))
+
+
+@pytest.mark.parametrize("f", [0.0, 1.0, -2.5, 1 / 36864, 1e300])
+def test_as_float_twin(f):
+    b = np.float64(f).view(np.int64)
+    assert jit._py_as_float(b) == _bits(b) == f
