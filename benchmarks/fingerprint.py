@@ -22,26 +22,6 @@ sys.path.insert(0, ROOT)
 from benchmarks import throughput as tb  # noqa: E402
 from emu import Machine  # noqa: E402
 from isa import Program  # noqa: E402
-from memmodel import cache as cm  # noqa: E402
-
-# Derived caches, not model state: l1_memo remembers the L1 block found last (checked
-# against the tags before use), so its contents may change without any result changing.
-DERIVED = ("l1_memo",)
-
-
-# Derived columns: lv's from LV_EMPTY on (memmodel.cache: the count of invalid blocks per
-# level, the reciprocal of the set count).
-DERIVED_COLUMNS = {"lv": cm.LV_EMPTY}
-
-
-def hash_state(h, m):
-    for name in sorted(m.layout.shapes):
-        if name not in DERIVED:
-            v = m.layout.view(m.S, name)
-            if name in DERIVED_COLUMNS:
-                v = np.ascontiguousarray(v[:, :DERIVED_COLUMNS[name]])
-            h.update(name.encode()); h.update(v.tobytes())
-
 
 def progs(m, base):
     rng = np.random.default_rng(1)
@@ -121,7 +101,7 @@ def pmem_run(res, over, tag):
             p = Program()
     res[f"{tag}/stats"] = m.stats()
     h = hashlib.sha256()
-    hash_state(h, m)
+    m.state_hash(h)
     h.update(m.read(base, 1 << 16))
     res[f"{tag}/state"] = h.hexdigest()
 
@@ -141,7 +121,7 @@ def dax_runs(res):
             res[f"dax/{v}"] = r
             res[f"dax/{v}/stats"] = m.stats()
             h = hashlib.sha256()
-            hash_state(h, m)
+            m.state_hash(h)
             res[f"dax/{v}/state"] = h.hexdigest()
             nv = m.regions[dax_memcpy._regions(m, v.endswith("remote"))[0]["name"]]
             img = m.crash()
@@ -167,7 +147,7 @@ def main(argv=None):
         h = hashlib.sha256()
         for l in range(len(m.level_names)):
             h.update(repr(m.cache_contents(l)).encode()); h.update(repr(m.dirty_lines(l)).encode())
-        hash_state(h, m)
+        m.state_hash(h)
         res[f"{ci}/state"] = h.hexdigest()
     # benchmark traces at scale 0.05
     for name in tb.TRACES:

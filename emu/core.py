@@ -1346,16 +1346,17 @@ def _plain_run(S, pt, frames, ops, data, i, n):
 
 
 @compiled
-def run(S, pt, frames, ops, data, start, res, out):
+def run(S, pt, frames, ops, data, start, res, out, plain):
     """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
     on a stop out[2:4] say why. The op that stopped the run has had no effect. res[i] gets
     the bytes an exception-table op i left undone (res is as long as ops when any op has
-    FLAG_EXTABLE or FLAG_MCSAFE)."""
+    FLAG_EXTABLE or FLAG_MCSAFE). `plain`: whether plain loads and stores may take
+    _plain_run (the results are the same either way; a test holds the two paths equal)."""
     out[0] = ST_OK
     functional = S[T_FUNCTIONAL]
     n = ops.shape[0]
     i = start
-    skip = 0   # after _plain_run took no op, the next few loads and stores bypass it
+    skip = 0 if plain else n   # after _plain_run took no op, the next few bypass it
     while i < n:
         op = ops[i, COL_OP]
         if (op == LOAD or op == STORE) and skip == 0:

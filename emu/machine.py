@@ -4,6 +4,7 @@ Only this layer touches dicts, strings and files. It validates every program bef
 compiled core sees it, grows the lazily allocated memory pools when the core asks, and
 turns the core's status codes into Python exceptions naming op index, site and address.
 """
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -153,6 +154,9 @@ class Machine:
         self.site_names = ["(none)"]
         self._site_ids = {"(none)": 0}
         self._out = np.zeros(4, dtype=np.int64)
+        #: plain loads and stores run in the core's register-resident path; False sends
+        #: every op through the general path (same results: tests/test_fast_path.py)
+        self.plain_path = True
 
     # ------------------------------------------------------------------ running
     @property
@@ -197,7 +201,8 @@ class Machine:
         first = not COMPILE_SECONDS
         t = time.perf_counter()
         while True:
-            _core.run(self.S, self.pt, self.frames, ops, data, i, undone, self._out)
+            _core.run(self.S, self.pt, self.frames, ops, data, i, undone, self._out,
+                      self.plain_path)
             status, i = int(self._out[0]), int(self._out[1])
             if status == st.ST_OK:
                 break
@@ -330,6 +335,21 @@ class Machine:
                  for i, n in enumerate(self.site_names)}
         return {"cycles": self.cycles, "seconds": self.cycles / (self.freq_ghz * 1e9),
                 "levels": levels, "media": media, "regions": regions, "sites": sites}
+
+    def state_hash(self, h=None):
+        """sha256 (updated into `h` if given) over every section of the model's state, by
+        name, leaving out derived caches (memmodel.cache.DERIVED): equal hashes mean the
+        machine would behave identically from here on."""
+        h = h or hashlib.sha256()
+        for name in sorted(self.layout.shapes):
+            if name in cm.DERIVED_SECTIONS:
+                continue
+            v = self.layout.view(self.S, name)
+            if name in cm.DERIVED_COLUMNS:
+                v = np.ascontiguousarray(v[:, :cm.DERIVED_COLUMNS[name]])
+            h.update(name.encode())
+            h.update(v.tobytes())
+        return h.hexdigest()
 
     def cache_contents(self, level):
         """Lines held per set at `level` (a name such as 'l1d' or an index)."""

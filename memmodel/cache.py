@@ -47,6 +47,10 @@ INVALID = -1
 # l1_memo: the L1 block found last, a derived cache (not model state): valid while that
 # block still holds the line, which l1_find checks, so nothing else has to update it
 MEMO_LINE, MEMO_SET, MEMO_BLOCK = range(3)
+# What a state hash leaves out: derived sections, and the derived columns of lv (LV_EMPTY
+# on), which the tags determine.
+DERIVED_SECTIONS = ("l1_memo",)
+DERIVED_COLUMNS = {"lv": LV_EMPTY}
 
 
 def add_sections(layout, levels):
