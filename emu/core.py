@@ -343,6 +343,8 @@ def _persist_queue(S, pt, frames, page, row):
         if S[ix(o + PQ_KIND)] == PK_NOW:
             mm.durable_move(frames, mm.durable_frame_in(pt, row, addr), src_off, mask,
                             src_f, src_off)
+            if S[S_PEND_COUNT]:
+                _supersede_pending(S, line, mask)
             continue
         if S[S_PEND_COUNT] == mm.SNAPSHOTS:
             _apply_oldest_pending(S, pt, frames)
@@ -356,6 +358,30 @@ def _persist_queue(S, pt, frames, page, row):
         S[S_PEND_COUNT] += 1
     if S[S_PQ_COUNT] <= PQ_ENTRIES:
         S[S_PQ_COUNT] = 0
+
+
+@compiled
+def _supersede_pending(S, line, mask):
+    """The bytes `mask` of `line` became durable with newer data: older copies of them still
+    waiting for a fence must not be applied over it (a fence never makes the durable image
+    older; stores to a line become durable in program order)."""
+    j = S[S_PEND_HEAD]
+    for _ in range(S[S_PEND_COUNT]):
+        o = S[H_PEND] + 2 * j
+        if S[ix(o + PE_LINE)] == line:
+            S[ix(o + PE_MASK)] &= ~mask
+        j = j + 1 if j + 1 < mm.SNAPSHOTS else 0
+
+
+@compiled
+def supersede_range(S, start, end):
+    """_supersede_pending for the bytes [start, end) (the facade placed them durably)."""
+    if S[S_PEND_COUNT] == 0:
+        return
+    for line in range(start >> 6, ((end - 1) >> 6) + 1):
+        lo = max(start, line << 6) - (line << 6)
+        hi = min(end, (line + 1) << 6) - (line << 6)
+        _supersede_pending(S, line, (-1 << lo) if hi == 64 else (-1 << lo) & ((1 << hi) - 1))
 
 
 @compiled

@@ -256,6 +256,7 @@ class Machine:
         self._make_present(addr, len(raw))
         mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
         mm.persist_range(self.S, self.pt, self.frames, addr, addr + len(raw))
+        _core.supersede_range(self.S, addr, addr + len(raw))
 
     def poison(self, addr, on=True):
         """Poison (on=False: heal) the 64-byte media line holding `addr`, as error injection
