@@ -1,0 +1,122 @@
+"""Cold compile time of the core, per compiled entry point, and the time to load it cached.
+
+    python benchmarks/compile_time.py [--json] [--budget SECONDS]
+
+In a child process with a fresh, empty NUMBA_CACHE_DIR, a workload that uses every op
+kind, a fault, poison, a crash image and the statistics is run twice: the first time
+compiles everything (numba's compile events attribute the seconds to the entry point that
+Python called, the callees compiled for it included), the second must find nothing left to
+compile. A second child loads the same workload from that cache. Exit status 1 when the
+cold compile exceeds --budget.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r"""
+import json, sys, time
+t_start = time.perf_counter()
+from numba.core import event
+entries, depth = {}, [0]
+class Top(event.Listener):
+    def on_start(self, ev):
+        depth[0] += 1
+        if depth[0] == 1:
+            self.t = time.perf_counter()
+    def on_end(self, ev):
+        depth[0] -= 1
+        if depth[0] == 0:
+            f = ev.data["dispatcher"].py_func
+            name = f"{f.__module__}.{f.__name__}"
+            entries[name] = entries.get(name, 0.0) + time.perf_counter() - self.t
+sys.path.insert(0, sys.argv[1])
+with event.install_listener("numba:compile", Top()):
+    from benchmarks.compile_time import workload
+    t0 = time.perf_counter()
+    workload()
+    first = time.perf_counter() - t0
+    n = len(entries)
+    workload()
+    assert len(entries) == n, "the second run compiled again"
+print(json.dumps({"entries": entries, "first_run_s": first,
+                  "process_s": time.perf_counter() - t_start}))
+"""
+
+
+def workload():
+    """Every op kind on the shipped profiles' media kinds, a fault, poison and a crash."""
+    from emu import Machine, UnmappedAccess
+    from isa import Op, Program
+    m = Machine("cascadelake-optane")
+    d, pm = m.regions["dram0"]["base"] + (1 << 20), m.regions["pmem0"]["base"] + (1 << 20)
+    m.write(d, bytes(range(256)) * 16)
+    m.write(d + 16384, (3).to_bytes(8, "little"))   # an index for load_indexed
+    p = Program()
+    p.load(d).load(d + 60, 8).load(d, dependent=True).store(pm, b"x" * 8).movnt(pm + 64, b"y" * 8)
+    p.clflush(pm).clflushopt(pm + 64).clwb(pm + 128).sfence().lfence().mfence().stac().clac()
+    p.rep_movsb(pm + 4096, d, 3000).nt_copy(pm + 8192, d, 3000).careful_copy(d + 8192, d, 300)
+    p.flush_range(pm + 4096, 3000, Op.CLWB).work(10).site("f").peer_write(d + 4096, b"z" * 8)
+    p.peer_read(d + 4096, 8).index_mask(1, 4).load_masked(d + 8, d)
+    with p.guarded(7, 4):
+        p.load(d + 512)
+    p.load(d + 16384).load_indexed(d, 64, 1)
+    m.run(p)
+    m.poison(pm + 4096)
+    try:
+        m.run(Program().load(pm + 4096))
+    except Exception:   # MachineCheck: the point is the compiled fault path
+        pass
+    try:
+        m.run(Program().load(1 << 50))
+    except UnmappedAccess:
+        pass
+    m.crash().read(pm, 64)
+    m.read(d, 64)
+    m.stats()
+    m.cached(d)
+
+
+def child(cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", CHILD, ROOT], env=env, capture_output=True,
+                       text=True, cwd=ROOT)
+    if r.returncode:
+        sys.exit(f"compile_time: child failed:\n{r.stderr}")
+    out = json.loads(r.stdout.splitlines()[-1])
+    out["wall_s"] = time.perf_counter() - t
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="emu-numba-cache-") as cache:
+        cold = child(cache)
+        warm = child(cache)
+    res = {"cold_compile_s": sum(cold["entries"].values()), "cold_entries_s": cold["entries"],
+           "cold_first_run_s": cold["first_run_s"], "cached_first_run_s": warm["first_run_s"],
+           "cached_entries_compiled": len(warm["entries"]),
+           "cached_process_s": warm["process_s"], "budget_s": args.budget}
+    if args.json:
+        print(json.dumps(res, indent=1))
+    else:
+        print(f"cold compile: {res['cold_compile_s']:.1f} s (budget {args.budget:g} s); "
+              f"first run with a warm cache: {res['cached_first_run_s']:.2f} s "
+              f"({res['cached_entries_compiled']} entries compiled; whole process "
+              f"{res['cached_process_s']:.2f} s)")
+        for name, s in sorted(cold["entries"].items(), key=lambda kv: -kv[1]):
+            print(f"  {s:7.2f} s  {name}")
+    return 1 if res["cold_compile_s"] > args.budget else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
