@@ -18,7 +18,7 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.layout import Layout
 from memmodel.prefetch import stream
-from memmodel.profile import ProfileError, check_regions, load_profile
+from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
@@ -102,7 +102,8 @@ class Machine:
 
     profile: a shipped profile name, a path to a TOML file, or a dict of TOML data.
     overrides: {"cache.llc.size_bytes": ..., ...} applied on top of the profile.
-    regions: optional list of region dicts replacing the profile's memory map.
+    regions: optional list of region dicts replacing the profile's memory map, checked
+        as strictly as a profile's [[region]] (memmodel.profile.check_regions).
     functional: move real bytes (off: timing and cache state only).
     """
 
@@ -114,21 +115,7 @@ class Machine:
         self.level_names = list(v["cache"])
         self.media_names = list(v["media"])
         media_ids = {n: i for i, n in enumerate(self.media_names)}
-        if regions is not None:
-            regions = [dict(r) for r in regions]
-            for r in regions:
-                r.setdefault("privilege", "supervisor")
-                for key in ("name", "base", "size_bytes", "media", "node"):
-                    if key not in r:
-                        raise ProfileError(f"region {r.get('name', '?')}: missing {key!r}")
-                if r["media"] not in media_ids:
-                    raise ProfileError(f"region {r['name']!r}: media {r['media']!r} is not in "
-                                       f"profile {self.profile.name!r} ({', '.join(media_ids)})")
-                if r["base"] % 4096 or r["size_bytes"] % 4096 or r["size_bytes"] <= 0:
-                    raise ProfileError(f"region {r['name']!r}: base and size_bytes must be positive multiples of 4096")
-            check_regions(regions, "regions")
-        else:
-            regions = v["region"]
+        regions = v["region"] if regions is None else check_regions(regions, media_ids, "regions")
         regions = sorted(regions, key=lambda r: r["base"])
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
