@@ -97,6 +97,10 @@ class CrashImage:
         return bytes(out)
 
 
+# The state sections whose counters stats() reports and reset_stats() zeroes.
+_COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
+
+
 class Machine:
     """An emulated single core with its cache hierarchy, media and functional memory.
 
@@ -301,6 +305,15 @@ class Machine:
                                   if reg[self.region_names.index(n), mm.RG_PERSIST] != mm.P_NONE})
 
     # ------------------------------------------------------------------ statistics
+    def reset_stats(self):
+        """Zero every counter stats() reports (per cache level, media, region and site), e.g.
+        between the warm-up and the measured phase of a workload. Nothing of the model
+        changes: cache contents and replacement state, queues, timing and memory stay. The
+        cycle count in stats() is the machine's time, not a counter, and is not reset
+        (RunResult.cycles gives one run's own cycles)."""
+        for name in _COUNTER_SECTIONS:
+            self.layout.view(self.S, name)[...] = 0
+
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
