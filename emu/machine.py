@@ -4,6 +4,7 @@ Only this layer touches dicts, strings and files. It validates every program bef
 compiled core sees it, grows the lazily allocated memory pools when the core asks, and
 turns the core's status codes into Python exceptions naming op index, site and address.
 """
+import sys
 import time
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from emu import core as _core
 from emu import state as st
-from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, Op
+from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, N_COLS, Op
 from isa.program import EFAULT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
@@ -22,6 +23,43 @@ from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
+
+#: Seconds the last measured cold compile of the core took on this project's 2-core
+#: machines; the first-run notice quotes it. Update it when the compile time changes.
+COLD_COMPILE_SECONDS = 400
+
+_compile_checked = False   # the notice is considered once per process
+
+
+def _core_cached(S, pt, frames):
+    """True if the core's `run`, for the argument types Machine.run passes it, is compiled in
+    this process or held by numba's on-disk cache: the lookup numba's Dispatcher.compile
+    makes (numba/core/caching.py: the cache index maps (signature, target, bytecode hash)
+    to a data file, and is empty when stale)."""
+    run = _core.run
+    if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
+        return True
+    ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
+    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, 0, out, out))
+    if sig in run.overloads:
+        return True
+    try:
+        key = run._cache._index_key(sig, run.targetctx.codegen())
+        return key in run._cache._cache_file._load_index()
+    except AttributeError:   # a NullCache (caching off), or numba changed its private API
+        return False
+
+
+def _announce_compile(m):
+    """One line on stderr before a compile of the core that takes minutes, so that a first
+    run does not look hung; at most once per process, never when the cache is warm."""
+    global _compile_checked
+    if _compile_checked:
+        return
+    _compile_checked = True
+    if not _core_cached(m.S, m.pt, m.frames):
+        print(f"compiling the emulator core (first run only, about {COLD_COMPILE_SECONDS} s) ...",
+              file=sys.stderr, flush=True)
 
 
 class EmuFault(Exception):
@@ -170,10 +208,30 @@ class Machine:
                                          (max(len(self.site_names), 2 * rows), st.N_SCOUNT))
         return ops
 
+    @classmethod
+    def warmup(cls):
+        """Compile every compiled function the facade calls (the core's run and finish, the
+        program validator, memmodel.memory's and memmodel.cache's entry points), or load
+        them from numba's on-disk cache, by using each once on a throwaway machine, so that
+        no later call compiles (e.g. before timing, or before forking workers). Returns the
+        seconds it took: minutes cold, about a second from the cache."""
+        t = time.perf_counter()
+        m = cls("skylake-ddr4")
+        _announce_compile(m)
+        m.write(0x1000, bytes(range(64)))
+        m.write(0x1040, np.arange(64, dtype=np.uint8))   # bytes arrive read-only, arrays not
+        m.poison(0x2000)
+        m.poison(0x2000, on=False)
+        m.run(Program().load(0x1000).store(0x1040, b"\1" * 8))
+        m.read(0x1000, 8)
+        m.cached(0x1000)
+        return time.perf_counter() - t
+
     def run(self, program):
         """Execute a whole Program; returns RunResult. Raises EmuFault subclasses."""
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+        _announce_compile(self)
         program.validate()
         ops = self._global_ops(program)
         if len(self.profile.values["cache"]) < 2 and np.isin(
