@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
+from numba import config
 
 from emu import Machine
 from emu import machine as machine_mod
@@ -19,6 +21,7 @@ from isa import Program
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTICE = "compiling the emulator core"
+needs_jit = pytest.mark.skipif(config.DISABLE_JIT, reason="NUMBA_DISABLE_JIT: nothing compiles")
 
 
 def workload(m):
@@ -105,6 +108,7 @@ def _python(code, **env):
                           env=dict(os.environ, **env))
 
 
+@needs_jit
 def test_an_empty_cache_holds_no_core(tmp_path):
     """Asked in a fresh process against an empty numba cache: not cached (no compile)."""
     r = _python("""
@@ -160,6 +164,7 @@ WARM = """
     """
 
 
+@needs_jit
 def test_warmup_leaves_nothing_to_compile_and_a_warm_cache_prints_nothing():
     Machine.warmup()            # the on-disk cache holds the core from here on
     r = _python(WARM)
