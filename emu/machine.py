@@ -5,6 +5,7 @@ compiled core sees it, grows the lazily allocated memory pools when the core ask
 turns the core's status codes into Python exceptions naming op index, site and address.
 """
 import hashlib
+import sys
 import time
 from dataclasses import dataclass
 
@@ -12,17 +13,54 @@ import numpy as np
 
 from emu import core as _core
 from emu import state as st
-from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, Op
+from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, N_COLS, Op
 from isa.program import EFAULT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.layout import Layout
 from memmodel.prefetch import stream
-from memmodel.profile import ProfileError, check_regions, load_profile
+from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
+
+#: Seconds the last measured cold compile of the core took on this project's 2-core
+#: machines; the first-run notice quotes it. Update it when the compile time changes.
+COLD_COMPILE_SECONDS = 50
+
+_compile_checked = False   # the notice is considered once per process
+
+
+def _core_cached(S, pt, frames):
+    """True if the core's `run`, for the argument types Machine.run passes it, is compiled in
+    this process or held by numba's on-disk cache: the lookup numba's Dispatcher.compile
+    makes (numba/core/caching.py: the cache index maps (signature, target, bytecode hash)
+    to a data file, and is empty when stale)."""
+    run = _core.run
+    if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
+        return True
+    ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
+    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, 0, out, out, True))
+    if sig in run.overloads:
+        return True
+    try:
+        key = run._cache._index_key(sig, run.targetctx.codegen())
+        return key in run._cache._cache_file._load_index()
+    except AttributeError:   # a NullCache (caching off), or numba changed its private API
+        return False
+
+
+def _announce_compile(m):
+    """One line on stderr before a cold compile of the core, so that a first run does not
+    look hung; at most once per process, never when the cache is warm."""
+    global _compile_checked
+    if _compile_checked:
+        return
+    _compile_checked = True
+    if not _core_cached(m.S, m.pt, m.frames):
+        print(f"compiling the emulator core (first run only, about {COLD_COMPILE_SECONDS} s) ...",
+              file=sys.stderr, flush=True)
 
 
 class EmuFault(Exception):
@@ -98,12 +136,17 @@ class CrashImage:
         return bytes(out)
 
 
+# The state sections whose counters stats() reports and reset_stats() zeroes.
+_COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
+
+
 class Machine:
     """An emulated single core with its cache hierarchy, media and functional memory.
 
     profile: a shipped profile name, a path to a TOML file, or a dict of TOML data.
     overrides: {"cache.llc.size_bytes": ..., ...} applied on top of the profile.
-    regions: optional list of region dicts replacing the profile's memory map.
+    regions: optional list of region dicts replacing the profile's memory map, checked
+        as strictly as a profile's [[region]] (memmodel.profile.check_regions).
     functional: move real bytes (off: timing and cache state only).
     """
 
@@ -115,21 +158,7 @@ class Machine:
         self.level_names = list(v["cache"])
         self.media_names = list(v["media"])
         media_ids = {n: i for i, n in enumerate(self.media_names)}
-        if regions is not None:
-            regions = [dict(r) for r in regions]
-            for r in regions:
-                r.setdefault("privilege", "supervisor")
-                for key in ("name", "base", "size_bytes", "media", "node"):
-                    if key not in r:
-                        raise ProfileError(f"region {r.get('name', '?')}: missing {key!r}")
-                if r["media"] not in media_ids:
-                    raise ProfileError(f"region {r['name']!r}: media {r['media']!r} is not in "
-                                       f"profile {self.profile.name!r} ({', '.join(media_ids)})")
-                if r["base"] % 4096 or r["size_bytes"] % 4096 or r["size_bytes"] <= 0:
-                    raise ProfileError(f"region {r['name']!r}: base and size_bytes must be positive multiples of 4096")
-            check_regions(regions, "regions")
-        else:
-            regions = v["region"]
+        regions = v["region"] if regions is None else check_regions(regions, media_ids, "regions")
         regions = sorted(regions, key=lambda r: r["base"])
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
@@ -183,10 +212,30 @@ class Machine:
                                          (max(len(self.site_names), 2 * rows), st.N_SCOUNT))
         return ops
 
+    @classmethod
+    def warmup(cls):
+        """Compile every compiled function the facade calls (the core's run and finish, the
+        program validator, memmodel.memory's and memmodel.cache's entry points), or load
+        them from numba's on-disk cache, by using each once on a throwaway machine, so that
+        no later call compiles (e.g. before timing, or before forking workers). Returns the
+        seconds it took: minutes cold, about a second from the cache."""
+        t = time.perf_counter()
+        m = cls("skylake-ddr4")
+        _announce_compile(m)
+        m.write(0x1000, bytes(range(64)))
+        m.write(0x1040, np.arange(64, dtype=np.uint8))   # bytes arrive read-only, arrays not
+        m.poison(0x2000)
+        m.poison(0x2000, on=False)
+        m.run(Program().load(0x1000).store(0x1040, b"\1" * 8))
+        m.read(0x1000, 8)
+        m.cached(0x1000)
+        return time.perf_counter() - t
+
     def run(self, program):
         """Execute a whole Program; returns RunResult. Raises EmuFault subclasses."""
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+        _announce_compile(self)
         program.validate()
         ops = self._global_ops(program)
         if len(self.profile.values["cache"]) < 2 and np.isin(
@@ -320,6 +369,15 @@ class Machine:
                                   if reg[self.region_names.index(n), mm.RG_PERSIST] != mm.P_NONE})
 
     # ------------------------------------------------------------------ statistics
+    def reset_stats(self):
+        """Zero every counter stats() reports (per cache level, media, region and site), e.g.
+        between the warm-up and the measured phase of a workload. Nothing of the model
+        changes: cache contents and replacement state, queues, timing and memory stay. The
+        cycle count in stats() is the machine's time, not a counter, and is not reset
+        (RunResult.cycles gives one run's own cycles)."""
+        for name in _COUNTER_SECTIONS:
+            self.layout.view(self.S, name)[...] = 0
+
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731

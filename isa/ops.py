@@ -50,7 +50,8 @@ FLAG_EXTABLE = 2        # a page fault (unmapped, SMAP, privilege) goes to a fix
 #                         stops at the first faulting byte, the run goes on
 FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_mc_*)
 FLAG_INDEXED = 8        # LOAD at addr + (previous load's value) * imm
-FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK)
+FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); not
+#                         with FLAG_INDEXED
 FLAG_PREDICT_IN = 32    # BRANCH predicted "index < limit" (the body runs)
 FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 

@@ -35,6 +35,10 @@ _FLUSH_KINDS = (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)
 
 EFAULT = 14
 
+# The core indexes a load or masks it, never both: an indexed load drops the mask silently.
+_INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
+                       "(the core does not mask an indexed load)")
+
 
 @dataclass(frozen=True)
 class Ret:
@@ -134,26 +138,29 @@ class Program:
         if addr < 0:
             raise ProgramError(f"{name}: negative address {addr:#x}")
 
+    def _load(self, name, addr, size, src=0, imm=0, flags=0):
+        self._check_addr(name, addr)
+        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
+            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): {_INDEXED_AND_MASKED}")
+        return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
+
     # -- single ops -------------------------------------------------------------------
     def load(self, addr, size=8, dependent=False, flags=0):
         """Load `size` (1..64) bytes; `dependent`: the address came from the previous load.
         `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup)."""
-        self._check_addr("load", addr)
         if not 1 <= size <= 64:
             raise ProgramError(f"load at {addr:#x}: size {size} not in 1..64")
-        return self._emit(Op.LOAD, addr, size, flags=flags | (FLAG_DEPENDENT if dependent else 0))
+        return self._load("load", addr, size, flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
     def load_indexed(self, base, scale, size=8, flags=0):
         """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes)
         read: the dependent table lookup of a Spectre gadget or a linked-list walk."""
-        self._check_addr("load_indexed", base)
-        return self._emit(Op.LOAD, base, size, imm=scale, flags=flags | FLAG_INDEXED)
+        return self._load("load_indexed", base, size, imm=scale, flags=flags | FLAG_INDEXED)
 
     def load_masked(self, addr, base, size=8, flags=0):
         """Load base[addr - base] with the offset ANDed with the mask of the last
         index_mask (array_index_nospec): out of bounds it reads base[0]."""
-        self._check_addr("load_masked", addr)
-        return self._emit(Op.LOAD, addr, size, src=base, flags=flags | FLAG_MASKED)
+        return self._load("load_masked", addr, size, src=base, flags=flags | FLAG_MASKED)
 
     def store(self, addr, data=None, size=None, value=0, flags=0):
         """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`.
@@ -411,6 +418,7 @@ _CHECKS = (
     "masked load: base (src) negative or above the address",
     "branch body beyond the end of the program",
     "negative index or limit",
+    _INDEXED_AND_MASKED,
 )
 # Flags each op may carry (others are rejected: the core would ignore them silently).
 _ALLOWED_FLAGS = {
@@ -467,6 +475,8 @@ def _first_bad(ops, n_sites, blob_len, first):
             first[13] = i
         if flags & FLAG_MASKED and not 0 <= ops[i, COL_SRC] <= addr and first[14] < 0:
             first[14] = i
+        if flags & FLAG_INDEXED and flags & FLAG_MASKED and first[17] < 0:
+            first[17] = i
         if op == _BRANCH or op == _MASK:
             if (addr < 0 or size < 0) and first[16] < 0:
                 first[16] = i

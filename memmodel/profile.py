@@ -238,16 +238,16 @@ def _check_value(where, key, spec, raw, sources):
         if not isinstance(val, str):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
         if limit is not None and val not in limit:
-            raise ProfileError(f"{where}.{key}: {val!r} is not one of {', '.join(limit)}")
+            raise ProfileError(f"{where}.{key}: {val!r} is not one of {', '.join(map(repr, limit))}")
     return val
 
 
 def _check_table(where, table, schema, sources, optional=()):
     if not isinstance(table, dict):
         raise ProfileError(f"{where}: must be a table")
-    unknown = set(table) - set(schema)
+    unknown = sorted(set(table) - set(schema))
     if unknown:
-        raise ProfileError(f"{where}: unknown key(s) {', '.join(where.rsplit(': ', 1)[1] + '.' + k for k in sorted(unknown))}")
+        raise ProfileError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(schema)})")
     out = {}
     for key, spec in schema.items():
         if key not in table:
@@ -308,33 +308,40 @@ def _validate(raw, fname):
         if kind == "optane" and mv["xpline_bytes"] % 64:
             raise ProfileError(f"{fname}: media.{name}.xpline_bytes: must be a multiple of 64")
         v["media"][name] = mv
-    regions = raw.get("region", [])
-    if not isinstance(regions, list) or not regions:
-        raise ProfileError(f"{fname}: region: needs at least one [[region]]")
-    v["region"] = []
-    for i, r in enumerate(regions):
-        rv = _check_table(f"{fname}: region[{i}]", r, _REGION, sources, optional=("privilege",))
-        rv.setdefault("privilege", "supervisor")
-        if rv["media"] not in v["media"]:
-            raise ProfileError(f"{fname}: region[{i}].media: {rv['media']!r} is not a [media.*] section")
-        if rv["base"] % 4096 or rv["size_bytes"] % 4096:
-            raise ProfileError(f"{fname}: region[{i}]: base and size_bytes must be multiples of 4096")
-        v["region"].append(rv)
-    check_regions(v["region"], fname)
+    v["region"] = check_regions(raw.get("region", []), v["media"], f"{fname}: region")
     return v, {k[len(fname) + 2:]: s for k, s in sources.items()}
 
 
-def check_regions(regions, where):
-    """Regions must have unique names and must not overlap."""
-    seen = set()
-    spans = sorted((r["base"], r["base"] + r["size_bytes"], r["name"]) for r in regions)
-    for r in regions:
+def check_regions(regions, media, where):
+    """The memory map `regions` (a list of region tables: a profile's [[region]], or
+    Machine(regions=...)) checked against the _REGION schema, with `media` the profile's
+    media names: known keys of the right types, privilege "supervisor" unless given,
+    media of the profile, 4 KiB-aligned base and size, unique names and no overlap.
+    Returns the regions as new dicts; errors name `where`[index].key."""
+    if not isinstance(regions, (list, tuple)) or not regions:
+        raise ProfileError(f"{where}: needs a list of at least one region")
+    schema = dict(_REGION, media=(_STR, False, tuple(media)))
+    out = []
+    for i, r in enumerate(regions):
+        rv = _check_table(f"{where}[{i}]", r, schema, {}, optional=("privilege",))
+        rv.setdefault("privilege", "supervisor")
+        for key in ("base", "size_bytes"):
+            if rv[key] % 4096:
+                raise ProfileError(f"{where}[{i}].{key}: {rv[key]:#x} is not a multiple of "
+                                   f"4096 (a page)")
+        out.append(rv)
+    seen = {}
+    for i, r in enumerate(out):
         if r["name"] in seen:
-            raise ProfileError(f"{where}: region {r['name']!r} defined twice")
-        seen.add(r["name"])
-    for (b0, e0, n0), (b1, _, n1) in zip(spans, spans[1:]):
+            raise ProfileError(f"{where}[{i}].name: {r['name']!r} is already the name of "
+                               f"{where}[{seen[r['name']]}]")
+        seen[r["name"]] = i
+    spans = sorted((r["base"], r["base"] + r["size_bytes"], i) for i, r in enumerate(out))
+    for (_, e0, i0), (b1, _, i1) in zip(spans, spans[1:]):
         if b1 < e0:
-            raise ProfileError(f"{where}: regions {n0!r} and {n1!r} overlap at {b1:#x}")
+            raise ProfileError(f"{where}[{i0}] {out[i0]['name']!r} and {where}[{i1}] "
+                               f"{out[i1]['name']!r} overlap at {b1:#x}")
+    return out
 
 
 def _apply_overrides(raw, overrides, fname):

@@ -181,6 +181,7 @@ LLC_HIT = 'hit_cycles = { value = 70, source = "[ILX] i9-7900X 67-75 cycles; [AT
 ROB = 'rob_entries = { value = 224, source = "[WC-SKL] reorder buffer 224" }\n'
 LLC_SIZE = 'size_bytes = { value = 40370176,'
 READ_BW = 'read_bw_gbps = { value = 105.6,'
+DRAM1_NODE = 'media = "dram"\nnode = 1\n'
 
 ERROR_CASES = {
     "unknown section": (dict(append="\n[turbo]\nboost = 1\n"), "turbo"),
@@ -208,6 +209,12 @@ ERROR_CASES = {
                                                'base = 0\nsize_bytes = 68719476736\nmedia = "optane"')]),
                                   "region[0].media"),
     "overlapping regions": (dict(edits=[("base = 68719476736", "base = 68719472640")]), "dram0", "dram1"),
+    "region with bad privilege": (dict(edits=[(DRAM1_NODE, DRAM1_NODE + 'privilege = "User"\n')]),
+                                  "region[1].privilege: 'User' is not one of 'user', 'supervisor'"),
+    "region with unknown key": (dict(edits=[(DRAM1_NODE, DRAM1_NODE + "sise_bytes = 4096\n")]),
+                                "region[1].sise_bytes: unknown key"),
+    "misaligned region": (dict(edits=[("base = 68719476736", "base = 68719477760")]),
+                          "region[1].base: 0x1000000400 is not a multiple of 4096"),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 from emu import Machine, spectre
 from emu.cli import main
 from isa import Program, ProgramError
-from isa.ops import FLAG_DEPENDENT, Op
+from isa.ops import COL_FLAGS, FLAG_DEPENDENT, FLAG_INDEXED, FLAG_MASKED, Op
 
 NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
 
@@ -143,6 +143,27 @@ def test_validator_rejects_bad_speculation_ops():
     with pytest.raises(ProgramError, match="negative"):
         Program().branch(-1, 2, 0)
     assert Program().branch(1, 2, 0).ops[0, 0] == Op.BRANCH
+
+
+BOTH = "FLAG_INDEXED together with FLAG_MASKED"
+
+
+def test_builder_refuses_an_indexed_masked_load():
+    """The core does not mask an indexed load, so the pair is refused, naming op and flags."""
+    with pytest.raises(ProgramError, match=rf"op 1 \(load_indexed at 0x1000\): {BOTH}"):
+        Program().load(0x100, 1).load_indexed(0x1000, 64, 1, flags=FLAG_MASKED)
+    with pytest.raises(ProgramError, match=rf"op 0 \(load_masked at 0x140\): {BOTH}"):
+        Program().load_masked(0x140, 0x100, 1, flags=FLAG_INDEXED)
+    with pytest.raises(ProgramError, match=rf"op 0 \(load at 0x140\): {BOTH}"):
+        Program().load(0x140, 1, flags=FLAG_INDEXED | FLAG_MASKED)
+
+
+def test_validator_refuses_an_indexed_masked_raw_row():
+    ops = Program().load(0x100, 1).load_indexed(0x1000, 64, 1).ops.copy()
+    Program.from_array(ops)           # indexed alone is a valid program
+    ops[1, COL_FLAGS] |= FLAG_MASKED
+    with pytest.raises(ProgramError, match=rf"op 1 \(LOAD addr=0x1000\): {BOTH}"):
+        Program.from_array(ops)
 
 
 def test_cli_spectre(capsys):
