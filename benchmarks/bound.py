@@ -186,7 +186,7 @@ def throughput_traces(scale):
 
 
 def dax_memcpy(scale):
-    from emu.scenarios.dax_memcpy import FULL_ROUNDS
+    from emu.studies.scenarios.dax_memcpy import FULL_ROUNDS
     from kernels.memcpy_study import BUFFER_BYTES, COPY_BYTES
     rounds = max(1, int(round(FULL_ROUNDS * scale)))
     per_pass = BUFFER_BYTES // 64

@@ -5,7 +5,7 @@ import errno
 import pytest
 
 from emu import Machine
-from emu.fio import FioError, declared_cycles, job_overrides, run_jobs
+from emu.studies.fio import FioError, declared_cycles, job_overrides, run_jobs
 from memmodel.profile import load_profile
 
 CLX = "cascadelake-optane"

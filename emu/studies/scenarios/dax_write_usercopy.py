@@ -1,6 +1,6 @@
 """Scenario `dax-write-usercopy`: hardened usercopy on a DAX write to Optane.
 
-A fio-like psync pwrite loop (emu/fio.py) writing `--bs` bytes per I/O sequentially through
+A fio-like psync pwrite loop (emu/studies/fio.py) writing `--bs` bytes per I/O sequentially through
 a file on a DAX file system on the first pmem namespace of node 0 (kernels/read_write.py,
 kernels/dax.py, kernels/pmem.py): syscall, VFS and file-system work as declared costs
 (profile [software]), dax_iomap_actor's checks and sector->pgoff translation, then the copy
@@ -17,9 +17,9 @@ and one job are assumed. No profile value is chosen to meet the published figure
 
 import numpy as np
 
-from emu.fio import FioError, job_overrides, run_jobs
+from emu.studies.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
-from emu.scenarios.common import functions_table, positive_int, with_user_region
+from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap

@@ -9,7 +9,7 @@ report shows how the result moves when that value is halved and doubled: `sensit
 """
 import argparse
 
-from emu.scenarios import (
+from emu.studies.scenarios import (
     dax_memcpy,
     dax_read_copy_mc,
     dax_write_usercopy,

@@ -13,7 +13,7 @@ jobs, with `ns_per_io` and the cycles per I/O of each function.
 Jobs: the emulator has one core. The jobs are assumed spread evenly over the profile's
 sockets (NUMA nodes), one namespace per socket, each job reading its own file sequentially
 on its own socket's namespace; so the core is one of jobs/sockets jobs sharing a socket and
-gets that share of the LLC and its share of each media channel (emu/fio.py job_overrides);
+gets that share of the LLC and its share of each media channel (emu/studies/fio.py job_overrides);
 the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads complete inside io_submit
 (the copy runs in the submitting thread), so each I/O is modelled as one synchronous read
 with the declared syscall, VFS and file-system read costs (profile [software]).
@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from emu.fio import FioError, job_overrides, run_jobs
+from emu.studies.fio import FioError, job_overrides, run_jobs
 from emu.machine import MachineCheck
-from emu.scenarios.common import functions_table, positive_int
-from emu.scenarios.dax_write_usercopy import dax_machine
+from emu.studies.scenarios.common import functions_table, positive_int
+from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
@@ -150,7 +150,7 @@ def table(res):
              f"{res['ios']} measured reads per variant",
              f"jobs={res['jobs']} over {res['sockets']} sockets (assumed even, one namespace "
              f"each): the core is one of {per} jobs on its socket, with 1/{per} of the LLC and "
-             f"its share of each media channel (emu/fio.py); IOPS = {res['jobs']} x its own",
+             f"its share of each media channel (emu/studies/fio.py); IOPS = {res['jobs']} x its own",
              "published: read IOPS of the kernel test robot's run (no figure given in "
              "scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]

@@ -6,7 +6,7 @@ succeeded, so a failure never leaves half a table behind.  Expected failures (a 
 or override, a malformed trace, a fault in the emulated program, a missing file) are printed
 as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
 
-`emu run NAME` dispatches to the scenario modules of emu.scenarios.
+`emu run NAME` dispatches to the scenario modules of emu.studies.scenarios.
 """
 import argparse
 import json
@@ -15,10 +15,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from emu import spectre
-from emu.fio import FioError
+from emu.studies import spectre
+from emu.studies.fio import FioError
 from emu.machine import EmuFault, Machine
-from emu.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
+from emu.studies.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
