@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from emu.studies import scenarios
-from emu.studies.scenarios import SCENARIOS, common, discover
+from emu.studies.scenarios import common, discover, registry
 
 STUDY = '''"""Scenario `{name}`: a study dropped into the package."""
 NAME = "{name}"
@@ -27,11 +27,11 @@ def table(result):
 
 
 def test_the_five_studies_are_found_sorted_and_common_is_not_one():
-    assert list(SCENARIOS) == ["dax-memcpy", "dax-read-copy-mc", "dax-write-usercopy",
+    assert list(registry()) == ["dax-memcpy", "dax-read-copy-mc", "dax-write-usercopy",
                                "dmapool-test", "vhost-tx"]
-    assert common not in SCENARIOS.values()
+    assert common not in registry().values()
     assert all(m.__name__ == f"emu.studies.scenarios.{m.NAME.replace('-', '_')}"
-               for m in SCENARIOS.values())
+               for m in registry().values())
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_a_module_dropped_into_the_package_is_found(extra_dir):
     (extra_dir / "aaa_new_study.py").write_text(STUDY.format(name="aaa-new-study"))
     (extra_dir / "helpers.py").write_text('"""Not a scenario: no NAME."""\nX = 1\n')
     found = discover(scenarios.__name__, scenarios.__path__)
-    assert list(found) == ["aaa-new-study", *SCENARIOS]
+    assert list(found) == ["aaa-new-study", *registry()]
     assert found["aaa-new-study"].__name__ == "emu.studies.scenarios.aaa_new_study"
     assert "helpers" not in {m.__name__.rsplit(".", 1)[1] for m in found.values()}
 

@@ -15,10 +15,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from emu.machine import EmuFault, Machine
 from emu.studies import spectre
 from emu.studies.fio import FioError
-from emu.machine import EmuFault, Machine
-from emu.studies.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
+from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
@@ -253,7 +253,7 @@ def _trace_table(r):
 # ---------------------------------------------------------------------------- run
 def _configure_run(parser):
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
-    for name, mod in SCENARIOS.items():
+    for name, mod in registry().items():
         p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         _machine_options(p, mod.DEFAULT_PROFILE)
@@ -265,7 +265,7 @@ def _configure_run(parser):
 
 
 def _cmd_run(args):
-    mod = SCENARIOS[args.scenario]
+    mod = registry()[args.scenario]
     keys = []
     for k in args.sensitivity:
         keys += assumed_keys(mod, args.profile) if k == "assumptions" else [k]

@@ -5,12 +5,14 @@ DEFAULT_PROFILE, METRIC (its main metric), SENSITIVE (profile keys its result de
 `table(result) -> str`; its docstring is what `emu run NAME --help` prints.
 
 Scenarios are found, not listed: every module of this package that defines NAME is one
-(common.py, which does not, holds what they share). A new study is a new module here.
+(common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
+study is a new module here.
 
 DESIGN.md: where a number has no source, the profile marks it as an assumption and the
 report shows how the result moves when that value is halved and doubled: `sensitivity()`.
 """
 import argparse
+import functools
 import importlib
 import pkgutil
 
@@ -39,6 +41,12 @@ def discover(package, path):
         found[mod.NAME] = mod
     return dict(sorted(found.items()))
 
+
+@functools.cache
+def registry():
+    """{NAME: module} of this package's scenarios. Found on first use, not on import: the
+    modules the scenarios import (the fio driver) may then import common.py."""
+    return discover(__name__, __path__)
 
 
 def assumed_keys(mod, profile):
@@ -87,7 +95,3 @@ def sensitivity_table(mod, sens):
             lines.append(f"    {v:<22}{row['x0.5'][v]:>12.4g}{row['x1'][v]:>12.4g}"
                          f"{row['x2'][v]:>12.4g}")
     return "\n".join(lines) + "\n"
-
-
-# last, so that the scenario modules find the package complete when they import from it
-SCENARIOS = discover(__name__, __path__)

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from emu.studies.fio import FioError, job_overrides, run_jobs
 from emu.machine import MachineCheck
+from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
 from emu.studies.scenarios.common import functions_table, positive_int
 from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
@@ -51,18 +51,10 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_read_ns",
 
 
 def configure(parser):
-    parser.add_argument("--bs", type=positive_int, default=2 << 20,
-                        help="bytes per read (default: %(default)s, as published)")
-    parser.add_argument("--jobs", type=positive_int, default=48,
-                        help="identical fio jobs over the sockets (default: %(default)s, as "
-                             "published)")
-    parser.add_argument("--ios", type=positive_int, default=40,
-                        help="measured reads per variant, after a tenth as many unmeasured "
-                             "(default: %(default)s)")
-    parser.add_argument("--file-size", type=positive_int, default=256 << 20,
-                        help="bytes of the file, read sequentially and wrapped (default: "
-                             "%(default)s; the published 200 GB file is far larger than the LLC "
-                             "either way)")
+    add_job_options(parser, "read", bs=2 << 20, jobs=48, ios=40, file_size=256 << 20,
+                    why="as published", jobs_help=" over the sockets",
+                    file_size_note="; the published 200 GB file is far larger than the LLC "
+                                   "either way")
     parser.add_argument("--poison", type=lambda t: positive_int(t, minimum=0), default=None, metavar="OFFSET",
                         help="also poison the pmem line holding this byte of the file and show "
                              "what each copy returns")

@@ -17,8 +17,8 @@ and one job are assumed. No profile value is chosen to meet the published figure
 
 import numpy as np
 
-from emu.studies.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
+from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
 from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
@@ -44,17 +44,9 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
 
 
 def configure(parser):
-    parser.add_argument("--bs", type=positive_int, default=4096,
-                        help="bytes per write (default: %(default)s, assumed)")
-    parser.add_argument("--jobs", type=positive_int, default=1,
-                        help="identical fio jobs; the core gets 1/N of the LLC and of media and "
-                             "interconnect bandwidth (default: %(default)s, assumed)")
-    parser.add_argument("--ios", type=positive_int, default=20000,
-                        help="measured writes per variant, after a tenth as many unmeasured "
-                             "(default: %(default)s)")
-    parser.add_argument("--file-size", type=positive_int, default=1 << 30,
-                        help="bytes of the file, written sequentially and wrapped "
-                             "(default: %(default)s)")
+    add_job_options(parser, "write", bs=4096, jobs=1, ios=20000, file_size=1 << 30,
+                    why="assumed", jobs_help="; the core gets 1/N of the LLC and of media and "
+                                             "interconnect bandwidth")
 
 
 def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc()):
