@@ -11,8 +11,8 @@ checked copy, whose check_heap_object reads the destination's struct page), `mem
 (--map=mem: struct pages in DRAM; checked) and `bypass` (struct pages in pmem; the unchecked
 copy of the v5.2 patch). Metric `iops` (aggregate over `--jobs`), with `ns_per_io` and the
 cycles per I/O of each function. The thread gives neither block size nor job count: 4 KiB
-and one job are assumed. No profile value is chosen to meet the published figures (README,
-"dax-write-usercopy").
+and one job are assumed. No profile value is chosen to meet the published figures
+(docs/scenarios.md, "dax-write-usercopy").
 """
 
 import numpy as np
@@ -34,7 +34,7 @@ DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
 PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
-# profile values the result follows from (see README, dax-write-usercopy)
+# profile values the result follows from (docs/scenarios.md, dax-write-usercopy)
 SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "software.fs_write_iter_ns", "media.optane.read_latency_ns",
              "media.optane.buffer_read_latency_ns", "media.optane.write_accept_ns",
