@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from emu.studies.cli import main, map_trace_pages
+from emu.studies.scenarios import registry
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from memmodel.profile import load_profile
 
@@ -57,6 +58,16 @@ def test_help_mentions_subcommands_and_map_trace(capsys):
         main(["trace", "--help"])
     out = capsys.readouterr().out
     assert "--map-trace" in out and "4 KiB pages" in out
+
+
+@pytest.mark.parametrize("name", list(registry()))
+def test_run_help_prints_the_scenario_docstring(capsys, name):
+    with pytest.raises(SystemExit) as e:
+        main(["run", name, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert registry()[name].__doc__.strip() in out
+    assert "docs/scenarios.md" in out
 
 
 # ---------------------------------------------------------------------------- trace

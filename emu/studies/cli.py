@@ -251,10 +251,14 @@ def _trace_table(r):
 
 
 # ---------------------------------------------------------------------------- run
+SCENARIO_EPILOG = "results, what the model predicts and why, and its gaps: docs/scenarios.md"
+
+
 def _configure_run(parser):
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
     for name, mod in registry().items():
         p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
+                           epilog=SCENARIO_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         _machine_options(p, mod.DEFAULT_PROFILE)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
