@@ -6,7 +6,7 @@ The throughput targets of benchmarks/throughput.py (the emulator, timing model o
 / 3x pycachesim) and of benchmarks/dax_memcpy.py (the four-run study faster than pycachesim
 replays the line trace of one run) are checked here against `bare`: a numba LRU hierarchy
 that does strictly less per access than the emulator, and no more than pycachesim, written
-for speed with what the emulator's core learned (README "Performance"):
+for speed with what the emulator's core learned (docs/performance.md):
 - per set, (tag, last-use stamp) pairs side by side, so a set is 2-5 host cache lines;
 - the two L1 blocks used last are remembered: sequential 8-byte loads skip 7 lookups of 8,
   a copy's alternating loads and stores 7 of 8 on each side;
@@ -186,7 +186,7 @@ def throughput_traces(scale):
 
 
 def dax_memcpy(scale):
-    from emu.scenarios.dax_memcpy import FULL_ROUNDS
+    from emu.studies.scenarios.dax_memcpy import FULL_ROUNDS
     from kernels.memcpy_study import BUFFER_BYTES, COPY_BYTES
     rounds = max(1, int(round(FULL_ROUNDS * scale)))
     per_pass = BUFFER_BYTES // 64

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from emu.scenarios import dax_memcpy  # noqa: E402
+from emu.studies.scenarios import dax_memcpy  # noqa: E402
 from kernels.memcpy_study import BUFFER_BYTES  # noqa: E402
 
 

@@ -107,7 +107,7 @@ def pmem_run(res, over, tag):
 
 
 def dax_runs(res):
-    from emu.scenarios import dax_memcpy
+    from emu.studies.scenarios import dax_memcpy
     made = []
     class M(Machine):
         def __init__(self, *a, **k):

@@ -3,7 +3,7 @@
 Follows fs/read_write.c (v5.0) `ksys_pwrite64`, `vfs_write`, `rw_verify_area`,
 `new_sync_write`, `ksys_pread64`, `vfs_read`, `new_sync_read` and arch/x86/include/asm/uaccess.h `access_ok` (v5.0 two-argument form).
 Errors are the kernel's negative errnos; the work of these functions (and of the system
-call entry/exit) is a declared cost the caller emits (profile [software], emu/fio.py).
+call entry/exit) is a declared cost the caller emits (profile [software], emu/studies/fio.py).
 
 Model departures: the kernel's access_ok only checks that the range lies below
 TASK_SIZE_MAX and finds an unmapped user page by faulting inside the copy (a short write,

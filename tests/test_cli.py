@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emu.cli import main, map_trace_pages
+from emu.studies.cli import main, map_trace_pages
+from emu.studies.scenarios import registry
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from memmodel.profile import load_profile
 
@@ -38,7 +39,7 @@ TEN_LOADS = [(0, a) for a in LINES] + [(0, a + 8) for a in LINES] + [(0, LINES[0
 
 # ---------------------------------------------------------------------------- profiles
 def test_profiles_lists_all_shipped_with_description_subprocess():
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "profiles"], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "emu.studies.cli", "profiles"], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -57,6 +58,16 @@ def test_help_mentions_subcommands_and_map_trace(capsys):
         main(["trace", "--help"])
     out = capsys.readouterr().out
     assert "--map-trace" in out and "4 KiB pages" in out
+
+
+@pytest.mark.parametrize("name", list(registry()))
+def test_run_help_prints_the_scenario_docstring(capsys, name):
+    with pytest.raises(SystemExit) as e:
+        main(["run", name, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert registry()[name].__doc__.strip() in out
+    assert "docs/scenarios.md" in out
 
 
 # ---------------------------------------------------------------------------- trace

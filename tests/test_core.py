@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from emu import Machine, UnmappedAccess
-from emu.scenarios.common import with_user_region
+from emu.studies.scenarios.common import with_user_region
 from isa import Program
 from isa.program import ProgramError
 from memmodel.profile import load_profile

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from emu.cli import main
-from emu.scenarios.dax_read_copy_mc import VARIANTS, poison_check
-from emu.scenarios.dax_write_usercopy import dax_machine
+from emu.studies.cli import main
+from emu.studies.scenarios.dax_read_copy_mc import VARIANTS, poison_check
+from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Op, Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied

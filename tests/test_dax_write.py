@@ -5,7 +5,7 @@ import errno
 import numpy as np
 import pytest
 
-from emu.scenarios.dax_write_usercopy import build
+from emu.studies.scenarios.dax_write_usercopy import build
 from isa import Op, Program
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE
 from kernels.dax import DaxFile, Iomap, dax_iomap_actor

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from emu import Machine
-from emu.cli import main
-from emu.scenarios.dmapool_test import kernel_base
+from emu.studies.cli import main
+from emu.studies.scenarios.dmapool_test import kernel_base
 from isa import Program
 from isa.ops import COL_IMM, COL_OP, Op
 from kernels import dmapool as dp

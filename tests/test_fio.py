@@ -1,11 +1,15 @@
 """The fio-like driver: the shares of N jobs as profile overrides, declared costs per I/O,
 IOPS aggregated over the jobs (all by hand from the profile)."""
+import argparse
 import errno
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from emu import Machine
-from emu.fio import FioError, declared_cycles, job_overrides, run_jobs
+from emu.studies.fio import FioError, add_job_options, declared_cycles, job_overrides, run_jobs
 from memmodel.profile import load_profile
 
 CLX = "cascadelake-optane"
@@ -99,3 +103,38 @@ def test_a_failed_io_stops_the_run_with_its_errno():
     m = Machine(CLX)
     with pytest.raises(FioError, match="I/O 0: the kernel returned -ENOSPC"):
         run_jobs(m, lambda p, k: -errno.ENOSPC, 5)
+
+
+def job_parser(rw):
+    p = argparse.ArgumentParser()
+    add_job_options(p, rw, bs=4096, jobs=3, ios=7, file_size=1 << 20, why="assumed",
+                    jobs_help=" over the sockets", file_size_note="; a note")
+    return p
+
+
+@pytest.mark.parametrize("rw, done", [("read", "read"), ("write", "written")])
+def test_job_options_take_the_scenario_defaults_and_words(rw, done):
+    p = job_parser(rw)
+    a = p.parse_args([])
+    assert (a.bs, a.jobs, a.ios, a.file_size) == (4096, 3, 7, 1 << 20)
+    assert p.parse_args(["--bs", "0x1000", "--jobs", "48"]).jobs == 48
+    text = " ".join(p.format_help().split())
+    assert f"bytes per {rw} (default: 4096, assumed)" in text
+    assert "identical fio jobs over the sockets (default: 3, assumed)" in text
+    assert f"measured {rw}s per variant" in text
+    assert f"bytes of the file, {done} sequentially and wrapped (default: 1048576; a note)" in text
+
+
+def test_job_options_refuse_zero_jobs(capsys):
+    with pytest.raises(SystemExit):
+        job_parser("read").parse_args(["--jobs", "0"])
+    assert "at least 1" in capsys.readouterr().err
+
+
+def test_the_fio_driver_imports_first():
+    """The driver imports the scenarios' common.py; the scenarios import the driver. Found on
+    first use, the scenarios are not imported with the package, so either order works."""
+    r = subprocess.run([sys.executable, "-c", "import emu.studies.fio"],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr

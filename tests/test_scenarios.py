@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from emu.cli import main
+from emu.studies.cli import main
 from memmodel.profile import load_profile
 
 ONE_PASS = str(1 / 4096)   # one pass of 256 copies over the 4 MiB buffer

@@ -7,8 +7,9 @@ resolution plus the profile's misprediction penalty; transient stores never reac
 """
 import pytest
 
-from emu import Machine, spectre
-from emu.cli import main
+from emu import Machine
+from emu.studies import spectre
+from emu.studies.cli import main
 from isa import Program, ProgramError
 from isa.ops import COL_FLAGS, FLAG_DEPENDENT, FLAG_INDEXED, FLAG_MASKED, Op
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from emu.cli import main
-from emu.scenarios import vhost_tx
+from emu.studies.cli import main
+from emu.studies.scenarios import vhost_tx
 from isa import Op, Program
 from kernels import vhost
 

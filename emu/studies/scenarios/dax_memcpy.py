@@ -4,7 +4,7 @@
 Variants `clflush` and `movnt` (kernels/memcpy_study.py), each with the NVDIMM on the
 core's NUMA node (`numa=local`) or the other one (`numa=remote`); the DRAM source is local.
 Metric: `seconds` of emulated time for the run. Published figures are shown beside it; no
-profile value is chosen to meet them (README, "dax-memcpy").
+profile value is chosen to meet them (docs/scenarios.md, "dax-memcpy").
 """
 import numpy as np
 
@@ -18,7 +18,7 @@ PUBLISHED_SECONDS = {"clflush,numa=local": 13.5, "clflush,numa=remote": 37.1,
                      "movnt,numa=local": 1.0, "movnt,numa=remote": 1.3}
 VARIANTS = tuple(PUBLISHED_SECONDS)
 METRIC = "seconds"
-# profile values the result follows from (see README, dax-memcpy)
+# profile values the result follows from (docs/scenarios.md, dax-memcpy)
 SENSITIVE = ("media.nvdimm.write_accept_ns", "media.dram.read_latency_ns",
              "numa.remote_latency_ns", "numa.remote_bw_gbps", "instr.clflush_cycles",
              "instr.sfence_cycles", "instr.rep_movsb_startup_cycles",

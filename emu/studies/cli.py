@@ -6,7 +6,7 @@ succeeded, so a failure never leaves half a table behind.  Expected failures (a 
 or override, a malformed trace, a fault in the emulated program, a missing file) are printed
 as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
 
-`emu run NAME` dispatches to the scenario modules of emu.scenarios.
+`emu run NAME` dispatches to the scenario modules of emu.studies.scenarios.
 """
 import argparse
 import json
@@ -15,10 +15,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from emu import spectre
-from emu.fio import FioError
 from emu.machine import EmuFault, Machine
-from emu.scenarios import SCENARIOS, assumed_keys, sensitivity, sensitivity_table
+from emu.studies import spectre
+from emu.studies.fio import FioError
+from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
@@ -251,10 +251,14 @@ def _trace_table(r):
 
 
 # ---------------------------------------------------------------------------- run
+SCENARIO_EPILOG = "results, what the model predicts and why, and its gaps: docs/scenarios.md"
+
+
 def _configure_run(parser):
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
-    for name, mod in SCENARIOS.items():
+    for name, mod in registry().items():
         p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
+                           epilog=SCENARIO_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         _machine_options(p, mod.DEFAULT_PROFILE)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
@@ -265,7 +269,7 @@ def _configure_run(parser):
 
 
 def _cmd_run(args):
-    mod = SCENARIOS[args.scenario]
+    mod = registry()[args.scenario]
     keys = []
     for k in args.sensitivity:
         keys += assumed_keys(mod, args.profile) if k == "assumptions" else [k]

@@ -17,19 +17,39 @@ own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_r
 (vfs_*_ns), "fs write_iter" / "fs read_iter" (fs_*_iter_ns) — the same for every variant,
 then calls the per-I/O function `io(program, k)`, which emits the rest of the I/O k and
 returns the bytes transferred or a negative errno (a FioError then). A read path plugs in
-as another `io` with rw="read".
+as another `io` with rw="read". A scenario's --bs, --jobs, --ios and --file-size options come
+from `add_job_options`, with the scenario's defaults.
 """
 import errno
 from dataclasses import dataclass
 
+from emu.studies.scenarios.common import positive_int
 from isa.program import Program
 from memmodel.profile import load_profile
 
 RW = ("read", "write")
+_DONE = {"read": "read", "write": "written"}
 
 
 class FioError(Exception):
     """A fio job that cannot run: bad options, or an I/O the kernel failed."""
+
+
+def add_job_options(parser, rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=""):
+    """--bs, --jobs, --ios and --file-size of a scenario's fio job doing `rw`s, with its
+    defaults. `why` says where the defaults of --bs and --jobs come from ("as published",
+    "assumed"), `jobs_help` what the jobs are to the scenario, `file_size_note` is added to
+    --file-size's help."""
+    parser.add_argument("--bs", type=positive_int, default=bs,
+                        help=f"bytes per {rw} (default: %(default)s, {why})")
+    parser.add_argument("--jobs", type=positive_int, default=jobs,
+                        help=f"identical fio jobs{jobs_help} (default: %(default)s, {why})")
+    parser.add_argument("--ios", type=positive_int, default=ios,
+                        help=f"measured {rw}s per variant, after a tenth as many unmeasured "
+                             f"(default: %(default)s)")
+    parser.add_argument("--file-size", type=positive_int, default=file_size,
+                        help=f"bytes of the file, {_DONE[rw]} sequentially and wrapped "
+                             f"(default: %(default)s{file_size_note})")
 
 
 def _shared_keys(values):

@@ -1,6 +1,6 @@
 """Scenario `dax-write-usercopy`: hardened usercopy on a DAX write to Optane.
 
-A fio-like psync pwrite loop (emu/fio.py) writing `--bs` bytes per I/O sequentially through
+A fio-like psync pwrite loop (emu/studies/fio.py) writing `--bs` bytes per I/O sequentially through
 a file on a DAX file system on the first pmem namespace of node 0 (kernels/read_write.py,
 kernels/dax.py, kernels/pmem.py): syscall, VFS and file-system work as declared costs
 (profile [software]), dax_iomap_actor's checks and sector->pgoff translation, then the copy
@@ -11,15 +11,15 @@ checked copy, whose check_heap_object reads the destination's struct page), `mem
 (--map=mem: struct pages in DRAM; checked) and `bypass` (struct pages in pmem; the unchecked
 copy of the v5.2 patch). Metric `iops` (aggregate over `--jobs`), with `ns_per_io` and the
 cycles per I/O of each function. The thread gives neither block size nor job count: 4 KiB
-and one job are assumed. No profile value is chosen to meet the published figures (README,
-"dax-write-usercopy").
+and one job are assumed. No profile value is chosen to meet the published figures
+(docs/scenarios.md, "dax-write-usercopy").
 """
 
 import numpy as np
 
-from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import Machine
-from emu.scenarios.common import functions_table, positive_int, with_user_region
+from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
+from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap
@@ -34,7 +34,7 @@ DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
 PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
-# profile values the result follows from (see README, dax-write-usercopy)
+# profile values the result follows from (docs/scenarios.md, dax-write-usercopy)
 SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "software.fs_write_iter_ns", "media.optane.read_latency_ns",
              "media.optane.buffer_read_latency_ns", "media.optane.write_accept_ns",
@@ -44,17 +44,9 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
 
 
 def configure(parser):
-    parser.add_argument("--bs", type=positive_int, default=4096,
-                        help="bytes per write (default: %(default)s, assumed)")
-    parser.add_argument("--jobs", type=positive_int, default=1,
-                        help="identical fio jobs; the core gets 1/N of the LLC and of media and "
-                             "interconnect bandwidth (default: %(default)s, assumed)")
-    parser.add_argument("--ios", type=positive_int, default=20000,
-                        help="measured writes per variant, after a tenth as many unmeasured "
-                             "(default: %(default)s)")
-    parser.add_argument("--file-size", type=positive_int, default=1 << 30,
-                        help="bytes of the file, written sequentially and wrapped "
-                             "(default: %(default)s)")
+    add_job_options(parser, "write", bs=4096, jobs=1, ios=20000, file_size=1 << 30,
+                    why="assumed", jobs_help="; the core gets 1/N of the LLC and of media and "
+                                             "interconnect bandwidth")
 
 
 def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc()):

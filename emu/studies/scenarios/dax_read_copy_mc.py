@@ -13,7 +13,7 @@ jobs, with `ns_per_io` and the cycles per I/O of each function.
 Jobs: the emulator has one core. The jobs are assumed spread evenly over the profile's
 sockets (NUMA nodes), one namespace per socket, each job reading its own file sequentially
 on its own socket's namespace; so the core is one of jobs/sockets jobs sharing a socket and
-gets that share of the LLC and its share of each media channel (emu/fio.py job_overrides);
+gets that share of the LLC and its share of each media channel (emu/studies/fio.py job_overrides);
 the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads complete inside io_submit
 (the copy runs in the submitting thread), so each I/O is modelled as one synchronous read
 with the declared syscall, VFS and file-system read costs (profile [software]).
@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from emu.fio import FioError, job_overrides, run_jobs
 from emu.machine import MachineCheck
-from emu.scenarios.common import functions_table, positive_int
-from emu.scenarios.dax_write_usercopy import dax_machine
+from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
+from emu.studies.scenarios.common import functions_table, positive_int
+from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
@@ -51,18 +51,10 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_read_ns",
 
 
 def configure(parser):
-    parser.add_argument("--bs", type=positive_int, default=2 << 20,
-                        help="bytes per read (default: %(default)s, as published)")
-    parser.add_argument("--jobs", type=positive_int, default=48,
-                        help="identical fio jobs over the sockets (default: %(default)s, as "
-                             "published)")
-    parser.add_argument("--ios", type=positive_int, default=40,
-                        help="measured reads per variant, after a tenth as many unmeasured "
-                             "(default: %(default)s)")
-    parser.add_argument("--file-size", type=positive_int, default=256 << 20,
-                        help="bytes of the file, read sequentially and wrapped (default: "
-                             "%(default)s; the published 200 GB file is far larger than the LLC "
-                             "either way)")
+    add_job_options(parser, "read", bs=2 << 20, jobs=48, ios=40, file_size=256 << 20,
+                    why="as published", jobs_help=" over the sockets",
+                    file_size_note="; the published 200 GB file is far larger than the LLC "
+                                   "either way")
     parser.add_argument("--poison", type=lambda t: positive_int(t, minimum=0), default=None, metavar="OFFSET",
                         help="also poison the pmem line holding this byte of the file and show "
                              "what each copy returns")
@@ -150,7 +142,7 @@ def table(res):
              f"{res['ios']} measured reads per variant",
              f"jobs={res['jobs']} over {res['sockets']} sockets (assumed even, one namespace "
              f"each): the core is one of {per} jobs on its socket, with 1/{per} of the LLC and "
-             f"its share of each media channel (emu/fio.py); IOPS = {res['jobs']} x its own",
+             f"its share of each media channel (emu/studies/fio.py); IOPS = {res['jobs']} x its own",
              "published: read IOPS of the kernel test robot's run (no figure given in "
              "scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]

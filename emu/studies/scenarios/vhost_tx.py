@@ -18,7 +18,7 @@ cycles per packet of each function. scenarios.md gives no published figure: the 
 """
 
 from emu.machine import Machine
-from emu.scenarios.common import functions_table, positive_int, with_user_region
+from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
 from isa import Program
 from kernels import vhost
 from memmodel.profile import load_profile

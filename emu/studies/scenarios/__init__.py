@@ -2,25 +2,51 @@
 DEFAULT_PROFILE, METRIC (its main metric), SENSITIVE (profile keys its result depends on),
 `configure(parser)` for its options, `run(args) -> result dict` in the interface format
 {"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC: value}}, ...} and
-`table(result) -> str`.
+`table(result) -> str`; its docstring is what `emu run NAME --help` prints.
+
+Scenarios are found, not listed: every module of this package that defines NAME is one
+(common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
+study is a new module here.
 
 DESIGN.md: where a number has no source, the profile marks it as an assumption and the
 report shows how the result moves when that value is halved and doubled: `sensitivity()`.
 """
 import argparse
+import functools
+import importlib
+import pkgutil
 
-from emu.scenarios import (
-    dax_memcpy,
-    dax_read_copy_mc,
-    dax_write_usercopy,
-    dmapool_test,
-    vhost_tx,
-)
 from memmodel.profile import load_profile
 
-SCENARIOS = {m.NAME: m for m in (dax_memcpy, dax_write_usercopy, dax_read_copy_mc, vhost_tx,
-                                  dmapool_test)}
+CONTRACT = ("DEFAULT_PROFILE", "METRIC", "SENSITIVE", "configure", "run", "table")
 FACTORS = (0.5, 2.0)
+
+
+def discover(package, path):
+    """{NAME: module} of the modules of `package` (found on `path`) that define NAME, sorted
+    by NAME. A scenario module missing part of the contract, or a NAME defined twice, is an
+    error naming the modules."""
+    found = {}
+    for info in pkgutil.iter_modules(path):
+        mod = importlib.import_module(f"{package}.{info.name}")
+        if not hasattr(mod, "NAME"):
+            continue
+        missing = [a for a in CONTRACT if not hasattr(mod, a)]
+        if missing:
+            raise ImportError(f"scenario module {mod.__name__} defines NAME but not "
+                              f"{', '.join(missing)}")
+        if mod.NAME in found:
+            raise ImportError(f"scenario {mod.NAME!r} is defined by both "
+                              f"{found[mod.NAME].__name__} and {mod.__name__}")
+        found[mod.NAME] = mod
+    return dict(sorted(found.items()))
+
+
+@functools.cache
+def registry():
+    """{NAME: module} of this package's scenarios. Found on first use, not on import: the
+    modules the scenarios import (the fio driver) may then import common.py."""
+    return discover(__name__, __path__)
 
 
 def assumed_keys(mod, profile):

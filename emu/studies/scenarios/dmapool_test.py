@@ -11,7 +11,7 @@ page allocation in the first round is not modelled. scenarios.md gives no publis
 the emulator predicts.
 """
 from emu.machine import Machine
-from emu.scenarios.common import positive_int
+from emu.studies.scenarios.common import positive_int
 from isa import Program
 from kernels import dmapool
 

@@ -7,7 +7,7 @@ CLWB per line and an SFENCE (what pmem_persist() does), so that the data reaches
 the writes show up at the memory controller; on DRAM the same sequence is just the write-back
 cost.
 
-    python -m emu.demo
+    python -m emu.studies.demo
 """
 import sys
 

@@ -1,0 +1,38 @@
+"""The floors: the studies (emu/studies) sit above the Machine facade, and nothing below them
+imports them."""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BELOW_STUDIES = ("emu", "memmodel", "isa", "kernels")
+
+
+def imported_modules(path):
+    """The absolute module names a source file imports."""
+    tree = ast.parse(path.read_text(), str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def test_nothing_below_the_studies_imports_them():
+    studies = ROOT / "emu" / "studies"
+    offenders = []
+    for top in BELOW_STUDIES:
+        for path in (ROOT / top).rglob("*.py"):
+            if studies in path.parents:
+                continue
+            offenders += [f"{path.relative_to(ROOT)}: {m}" for m in imported_modules(path)
+                          if m == "emu.studies" or m.startswith("emu.studies.")]
+    assert offenders == []
+
+
+def test_imported_modules_sees_both_import_forms(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import emu.studies.cli\nfrom emu import studies\n")
+    assert "emu.studies.cli" in imported_modules(f) and "emu.studies" in imported_modules(f)
