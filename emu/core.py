@@ -3,106 +3,33 @@
 Phases are small functions over the state buffer S (memmodel.layout): issue and ROB
 gating, demand access (L1 fast path, LFB, hierarchy walk, fills and victims), posted
 writes, write-combining buffers, flushes, fences and the bulk ops that expand per line.
-Timing is the resource-occupancy model of DESIGN.md: S_NOW is the issue cycle; loads,
+Timing is the resource-occupancy model of DESIGN.md: SC.NOW is the issue cycle; loads,
 stores and flushes complete later and hold LFBs, ROB and store-buffer slots, media
 channels and write-pending queues until they do.
 """
 from emu.state import (
+    EH,
+    N_PE,
+    N_PQ,
     N_RCOUNT,
     N_SCOUNT,
-    PE_LINE,
-    PE_MASK,
+    N_WC,
+    PE,
     PK_FENCED,
     PK_NOW,
+    PQ,
     PQ_ENTRIES,
-    PQ_KIND,
-    PQ_LINE,
-    PQ_MASK,
-    RC_READS,
-    RC_WRITES,
-    S_AC,
-    S_CLFLUSH_CHAIN,
-    S_DEP_READY,
-    S_END,
-    S_FAULT,
-    S_FAULT_ADDR,
-    S_FLUSH_UNIT,
-    S_KERNEL,
-    S_LOADS_MAX,
-    S_MASK,
-    S_MEM_STAMP,
-    S_NOW,
-    S_OPS,
-    S_PAGE_OK,
-    S_PEND_COUNT,
-    S_PEND_HEAD,
-    S_POISON_N,
-    S_PQ_COUNT,
-    S_REG_HI,
-    S_REG_LO,
-    S_REP_FRAC,
-    S_ROB_COUNT,
-    S_ROB_HEAD,
-    S_SB_COUNT,
-    S_SB_HEAD,
-    S_SB_LAST,
-    S_SITE,
-    S_SITE_OPS,
-    S_SITE_START,
-    S_SPEC,
-    S_UOP_FRAC,
-    S_UOP_SEQ,
-    S_VAL,
-    S_WB_PENDING,
-    SC_CYCLES,
-    SC_L1_MISSES,
-    SC_LLC_MISSES,
-    SC_MEDIA_READS,
-    SC_MEDIA_WRITES,
-    SC_OPS,
+    RCTR,
+    SC,
+    SCTR,
     ST_FAULT_MCE,
     ST_FAULT_PRIVILEGE,
     ST_FAULT_SMAP,
     ST_FAULT_UNMAPPED,
     ST_NEED_PAGES,
     ST_OK,
-    T_BRANCH_RESOLVE,
-    T_CLAC,
-    T_CLFLUSH,
-    T_CLFLUSHOPT,
-    T_CLWB,
-    T_FAULT_FIXUP,
-    T_FUNCTIONAL,
-    T_INCLUSIVE,
-    T_INDEX_MASK,
-    T_LEVELS,
-    T_LFB,
-    T_LFENCE,
-    T_MCE,
-    T_MFENCE,
-    T_MISPREDICT,
-    T_MOVNT,
-    T_NODE,
-    T_PEER,
-    T_PF_L1,
-    T_PF_L2,
-    T_REP_LINE_FP,
-    T_REP_NRFO,
-    T_REP_START,
-    T_ROB,
-    T_SB,
-    T_SFENCE,
-    T_SMAP,
-    T_STAC,
-    T_STORE_COMMIT,
-    T_STREAM_DEG,
-    T_STREAM_DIST,
-    T_UPC,
-    T_WC,
-    WC_BUSY,
-    WC_LINE,
-    WC_MASK,
-    WC_STAMP,
+    TP,
+    WC,
 )
 from isa.ops import (
     COL_ADDR,
@@ -125,21 +52,7 @@ from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import (
-    H_FLAGS,
-    H_LFB,
-    H_PEND,
-    H_PQ,
-    H_READY,
-    H_REGION_CTR,
-    H_REPL,
-    H_ROB_DONE,
-    H_ROB_SEQ,
-    H_SB,
-    H_SITE_CTR,
-    H_TAGS,
-    H_WC,
-)
+from memmodel.layout import MH
 from memmodel.prefetch import PF_NEXT_LINE, PF_NONE, next_line, stream
 
 LOAD, STORE, MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
@@ -167,19 +80,19 @@ def _issue_v(now, frac, seq, uops, upc):
 
 @inlined
 def _issue(S, uops):
-    S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ] = _issue_v(S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ],
-                                                     uops, S[T_UPC])
+    S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = _issue_v(S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ],
+                                                     uops, S[TP.UPC])
 
 
 @inlined
 def _stall_until(S, t):
-    if t > S[S_NOW]:
-        S[S_NOW] = t
+    if t > S[SC.NOW]:
+        S[SC.NOW] = t
 
 
 @inlined
 def _site_count(S, counter, n):
-    S[ix(S[H_SITE_CTR] + S[S_SITE] * N_SCOUNT + counter)] += n
+    S[ix(S[EH.SITE_CTR] + S[SC.SITE] * N_SCOUNT + counter)] += n
 
 
 # The ROB and store-buffer rings take and return their scalars (now, head, count, ...), and
@@ -204,9 +117,9 @@ def _rob_gate_v(S, rob, seqs, done, now, seq, head, count):
 
 @inlined
 def _rob_gate(S):
-    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT] = _rob_gate_v(
-        S, S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD],
-        S[S_ROB_COUNT])
+    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT] = _rob_gate_v(
+        S, S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], S[SC.NOW], S[SC.UOP_SEQ], S[SC.ROB_HEAD],
+        S[SC.ROB_COUNT])
 
 
 @inlined
@@ -227,9 +140,9 @@ def _rob_push_v(S, rob, seqs, dones, done, now, seq, head, count, loads_max):
 
 @inlined
 def _rob_push(S, done):
-    S[S_NOW], S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX] = _rob_push_v(
-        S, S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], done, S[S_NOW], S[S_UOP_SEQ], S[S_ROB_HEAD],
-        S[S_ROB_COUNT], S[S_LOADS_MAX])
+    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX] = _rob_push_v(
+        S, S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], done, S[SC.NOW], S[SC.UOP_SEQ], S[SC.ROB_HEAD],
+        S[SC.ROB_COUNT], S[SC.LOADS_MAX])
 
 
 @inlined
@@ -252,9 +165,9 @@ def _sb_push_v(S, n, sb, drain, now, head, count, last, end):
 
 @inlined
 def _sb_push(S, drain):
-    S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END] = _sb_push_v(
-        S, S[T_SB], S[H_SB], drain, S[S_NOW], S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST],
-        S[S_END])
+    S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = _sb_push_v(
+        S, S[TP.SB], S[EH.SB], drain, S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST],
+        S[SC.END])
 
 
 # ---------------------------------------------------------------- memory side
@@ -284,14 +197,14 @@ def _mem_write(S, r, line, mask, t, pkind):
     if r < 0:
         r = mm.find_region(S, addr)
     nbytes = 64 if mask == FULL_MASK else _popcount(mask)
-    S[S_MEM_STAMP] += 1
-    acc = md.write(S, mm.reg(S, r, mm.RG_MEDIA), addr, nbytes, t,
-                   mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
-    S[ix(S[H_REGION_CTR] + r * N_RCOUNT + RC_WRITES)] += 1
-    _site_count(S, SC_MEDIA_WRITES, 1)
-    if acc > S[S_END]:
-        S[S_END] = acc
-    if S[T_FUNCTIONAL] and mm.reg(S, r, mm.RG_PERSIST) != mm.P_NONE:
+    S[SC.MEM_STAMP] += 1
+    acc = md.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
+                   mm.reg(S, r, mm.RG.NODE) != S[TP.NODE], S[SC.MEM_STAMP])
+    S[ix(S[EH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_WRITES)] += 1
+    _site_count(S, SCTR.MEDIA_WRITES, 1)
+    if acc > S[SC.END]:
+        S[SC.END] = acc
+    if S[TP.FUNCTIONAL] and mm.reg(S, r, mm.RG.PERSIST) != mm.P_NONE:
         _pq_push(S, line, mask, pkind)
     return acc
 
@@ -300,13 +213,13 @@ def _mem_write(S, r, line, mask, t, pkind):
 def _pq_push(S, line, mask, pkind):
     """Queue a write for the persistence domain; the run loop empties the queue after
     every op (or line of a bulk op). A count above PQ_ENTRIES reports an internal error."""
-    n = S[S_PQ_COUNT]
+    n = S[SC.PQ_COUNT]
     if n < PQ_ENTRIES:
-        o = S[H_PQ] + 3 * n
-        S[ix(o + PQ_LINE)] = line
-        S[ix(o + PQ_MASK)] = mask
-        S[ix(o + PQ_KIND)] = pkind
-    S[S_PQ_COUNT] = n + 1
+        o = S[EH.PQ] + N_PQ * n
+        S[ix(o + PQ.LINE)] = line
+        S[ix(o + PQ.MASK)] = mask
+        S[ix(o + PQ.KIND)] = pkind
+    S[SC.PQ_COUNT] = n + 1
 
 
 @inlined
@@ -317,12 +230,12 @@ def _snapshot_at(j):
 
 @compiled
 def _apply_oldest_pending(S, pt, frames):
-    h = S[S_PEND_HEAD]
-    o = S[H_PEND] + 2 * h
+    h = S[SC.PEND_HEAD]
+    o = S[EH.PEND] + N_PE * h
     f, off = _snapshot_at(h)
-    mm.persist_bytes(S, pt, frames, S[ix(o + PE_LINE)], S[ix(o + PE_MASK)], f, off)
-    S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
-    S[S_PEND_COUNT] -= 1
+    mm.persist_bytes(S, pt, frames, S[ix(o + PE.LINE)], S[ix(o + PE.MASK)], f, off)
+    S[SC.PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
+    S[SC.PEND_COUNT] -= 1
 
 
 @compiled
@@ -330,34 +243,34 @@ def _persist_queue(S, pt, frames, page, row):
     """Move this op's queued writes on: durable now, or snapshot until the next fence (a
     full snapshot ring makes its oldest write durable: it has long been accepted).
     (page, row): a page and its mm.page_row, if the caller knows them (else page -1)."""
-    n = min(S[S_PQ_COUNT], PQ_ENTRIES)
+    n = min(S[SC.PQ_COUNT], PQ_ENTRIES)
     for k in range(n):   # pages keep their frames during a run
-        o = S[H_PQ] + 3 * k
-        line, mask = S[ix(o + PQ_LINE)], S[ix(o + PQ_MASK)]
+        o = S[EH.PQ] + N_PQ * k
+        line, mask = S[ix(o + PQ.LINE)], S[ix(o + PQ.MASK)]
         addr = line << 6
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
             row = mm.page_row(S, addr)
         src_f = mm.frame_in(pt, row, addr)
         src_off = addr & (mm.PAGE_BYTES - 1)
-        if S[ix(o + PQ_KIND)] == PK_NOW:
+        if S[ix(o + PQ.KIND)] == PK_NOW:
             mm.durable_move(frames, mm.durable_frame_in(pt, row, addr), src_off, mask,
                             src_f, src_off)
-            if S[S_PEND_COUNT]:
+            if S[SC.PEND_COUNT]:
                 _supersede_pending(S, line, mask)
             continue
-        if S[S_PEND_COUNT] == mm.SNAPSHOTS:
+        if S[SC.PEND_COUNT] == mm.SNAPSHOTS:
             _apply_oldest_pending(S, pt, frames)
-        j = S[S_PEND_HEAD] + S[S_PEND_COUNT]
+        j = S[SC.PEND_HEAD] + S[SC.PEND_COUNT]
         if j >= mm.SNAPSHOTS:
             j -= mm.SNAPSHOTS
         f, off = _snapshot_at(j)
         mm.move(frames, f, off, src_f, src_off, 64)
-        S[ix(S[H_PEND] + 2 * j + PE_LINE)] = line
-        S[ix(S[H_PEND] + 2 * j + PE_MASK)] = mask
-        S[S_PEND_COUNT] += 1
-    if S[S_PQ_COUNT] <= PQ_ENTRIES:
-        S[S_PQ_COUNT] = 0
+        S[ix(S[EH.PEND] + N_PE * j + PE.LINE)] = line
+        S[ix(S[EH.PEND] + N_PE * j + PE.MASK)] = mask
+        S[SC.PEND_COUNT] += 1
+    if S[SC.PQ_COUNT] <= PQ_ENTRIES:
+        S[SC.PQ_COUNT] = 0
 
 
 @compiled
@@ -365,18 +278,18 @@ def _supersede_pending(S, line, mask):
     """The bytes `mask` of `line` became durable with newer data: older copies of them still
     waiting for a fence must not be applied over it (a fence never makes the durable image
     older; stores to a line become durable in program order)."""
-    j = S[S_PEND_HEAD]
-    for _ in range(S[S_PEND_COUNT]):
-        o = S[H_PEND] + 2 * j
-        if S[ix(o + PE_LINE)] == line:
-            S[ix(o + PE_MASK)] &= ~mask
+    j = S[SC.PEND_HEAD]
+    for _ in range(S[SC.PEND_COUNT]):
+        o = S[EH.PEND] + N_PE * j
+        if S[ix(o + PE.LINE)] == line:
+            S[ix(o + PE.MASK)] &= ~mask
         j = j + 1 if j + 1 < mm.SNAPSHOTS else 0
 
 
 @compiled
 def supersede_range(S, start, end):
     """_supersede_pending for the bytes [start, end) (the facade placed them durably)."""
-    if S[S_PEND_COUNT] == 0:
+    if S[SC.PEND_COUNT] == 0:
         return
     for line in range(start >> 6, ((end - 1) >> 6) + 1):
         lo = max(start, line << 6) - (line << 6)
@@ -388,17 +301,17 @@ def supersede_range(S, start, end):
 def _apply_pending(S, pt, frames):
     """A fence: every write queued for it becomes durable."""
     page, f = -1, -1    # the last page's durable frame
-    while S[S_PEND_COUNT] > 0:
-        h = S[S_PEND_HEAD]
-        o = S[H_PEND] + 2 * h
-        addr = S[ix(o + PE_LINE)] << 6
+    while S[SC.PEND_COUNT] > 0:
+        h = S[SC.PEND_HEAD]
+        o = S[EH.PEND] + N_PE * h
+        addr = S[ix(o + PE.LINE)] << 6
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
             f = mm.durable_frame_of(S, pt, addr)
         sf, soff = _snapshot_at(h)
-        mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[ix(o + PE_MASK)], sf, soff)
-        S[S_PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
-        S[S_PEND_COUNT] -= 1
+        mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[ix(o + PE.MASK)], sf, soff)
+        S[SC.PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
+        S[SC.PEND_COUNT] -= 1
 
 
 @inlined
@@ -413,11 +326,11 @@ def _eadr_store(S, dst, n):
 def _mem_read(S, line, t):
     addr = line << 6
     r = mm.find_region(S, addr)
-    S[S_MEM_STAMP] += 1
-    done = md.read(S, mm.reg(S, r, mm.RG_MEDIA), addr, t,
-                   mm.reg(S, r, mm.RG_NODE) != S[T_NODE], S[S_MEM_STAMP])
-    S[ix(S[H_REGION_CTR] + r * N_RCOUNT + RC_READS)] += 1
-    _site_count(S, SC_MEDIA_READS, 1)
+    S[SC.MEM_STAMP] += 1
+    done = md.read(S, mm.reg(S, r, mm.RG.MEDIA), addr, t,
+                   mm.reg(S, r, mm.RG.NODE) != S[TP.NODE], S[SC.MEM_STAMP])
+    S[ix(S[EH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_READS)] += 1
+    _site_count(S, SCTR.MEDIA_READS, 1)
     return done
 
 
@@ -426,7 +339,7 @@ def _mem_read(S, line, t):
 def _back_invalidate(S, line):
     """An inclusive LLC evicted `line`: drop it above; returns whether a copy was dirty."""
     dirty = 0
-    for lvl in range(S[T_LEVELS] - 1):
+    for lvl in range(S[TP.LEVELS] - 1):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
             dirty |= cm.invalidate(S, lvl, b)
@@ -437,9 +350,9 @@ def _back_invalidate(S, line):
 def _evicted(S, lvl, vline, vdirty, t):
     """Handle the victim of a fill at `lvl`: back-invalidation, then a dirty victim is
     written into the level below (installed there if absent, cascading) or to memory."""
-    nlev = S[T_LEVELS]
+    nlev = S[TP.LEVELS]
     while vline != cm.INVALID:
-        if lvl == nlev - 1 and S[T_INCLUSIVE]:
+        if lvl == nlev - 1 and S[TP.INCLUSIVE]:
             vdirty |= _back_invalidate(S, vline)
         if not vdirty:
             return
@@ -452,11 +365,11 @@ def _evicted(S, lvl, vline, vdirty, t):
             cm.prefetch_blocks(S, lvl, i0)
         b = cm.find(S, lvl, i0, vline)
         if b >= 0:
-            cm.count(S, lvl, cm.C_WB_IN_HIT, 1)
+            cm.count(S, lvl, cm.CC.WRITEBACK_IN_HITS, 1)
             cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
             cm.touch(S, lvl, i0, b)
             return
-        cm.count(S, lvl, cm.C_WB_IN_MISS, 1)
+        cm.count(S, lvl, cm.CC.WRITEBACK_IN_MISSES, 1)
         b, vline, vdirty = cm.fill(S, lvl, i0, vline, t, cm.F_DIRTY)
 
 
@@ -464,7 +377,7 @@ def _evicted(S, lvl, vline, vdirty, t):
 def _install(S, lvl, i0, line, ready, flg):
     b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
     # a clean victim has nothing to do below, unless an inclusive LLC evicted it
-    if vline != cm.INVALID and (vdirty or (lvl == S[T_LEVELS] - 1 and S[T_INCLUSIVE])):
+    if vline != cm.INVALID and (vdirty or (lvl == S[TP.LEVELS] - 1 and S[TP.INCLUSIVE])):
         _evicted(S, lvl, vline, vdirty, ready)
     return b
 
@@ -473,13 +386,13 @@ def _install(S, lvl, i0, line, ready, flg):
 def _spec_flag(S, from_memory):
     """F_TRANSIENT for a fill from memory by a transient load (a flush+reload attacker sees
     the line become cached), else 0."""
-    return cm.F_TRANSIENT if from_memory and S[S_SPEC] else 0
+    return cm.F_TRANSIENT if from_memory and S[SC.SPEC] else 0
 
 
 @compiled
 def _clear_flag(S, line, flag):
     """Clear `flag` on every level's copy of `line`."""
-    for lvl in range(S[T_LEVELS]):
+    for lvl in range(S[TP.LEVELS]):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
             cm.set_flags(S, b, cm.flags(S, b) & ~flag)
@@ -492,8 +405,8 @@ def _first_use(S, lvl, line, f):
     Returns the block's new flags."""
     if f & cm.F_PREFETCHED:
         f &= ~cm.F_PREFETCHED
-        cm.count(S, lvl, cm.C_PF_USEFUL, 1)
-    if f & cm.F_TRANSIENT and not S[S_SPEC]:
+        cm.count(S, lvl, cm.CC.PREFETCH_USEFUL, 1)
+    if f & cm.F_TRANSIENT and not S[SC.SPEC]:
         _clear_flag(S, line, cm.F_TRANSIENT)   # used architecturally now: not a leak
         f &= ~cm.F_TRANSIENT
     return f
@@ -504,7 +417,7 @@ def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
     memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
     line is shared with another core (for the caller's fill above `first`), else 0."""
-    nlev = S[T_LEVELS]
+    nlev = S[TP.LEVELS]
     hit = nlev
     b = -1
     shared = 0
@@ -517,22 +430,22 @@ def _walk(S, line, t0, first, kind):
             hit = lvl
             break
         if kind == K_LOAD:
-            cm.count(S, lvl, cm.C_LOAD_MISS, 1)
+            cm.count(S, lvl, cm.CC.LOAD_MISSES, 1)
         elif kind == K_STORE:
-            cm.count(S, lvl, cm.C_STORE_MISS, 1)
+            cm.count(S, lvl, cm.CC.STORE_MISSES, 1)
     if hit < nlev:
         if kind == K_LOAD:
-            cm.count(S, hit, cm.C_LOAD_HIT, 1)
+            cm.count(S, hit, cm.CC.LOAD_HITS, 1)
         elif kind == K_STORE:
-            cm.count(S, hit, cm.C_STORE_HIT, 1)
+            cm.count(S, hit, cm.CC.STORE_HITS, 1)
         f = cm.flags(S, b)
         lat = cm.hit_cycles(S, hit)
         if f & cm.F_PEER:   # modified in another core: it sends the line (HITM) and keeps a
-            lat = max(lat, S[T_PEER])   # shared copy, unless this is a read-for-ownership
+            lat = max(lat, S[TP.PEER])   # shared copy, unless this is a read-for-ownership
             f = (f & ~(cm.F_PEER | cm.F_SHARED)) | cm.F_DIRTY | (
                 cm.F_SHARED if kind != K_STORE else 0)
             cm.set_flags(S, b, f)
-            cm.count(S, hit, cm.C_PEER, 1)
+            cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
         if f & cm.F_SHARED:
             if kind == K_STORE:   # another core's copy is invalidated first
                 lat = max(lat, _upgrade(S, hit, line))
@@ -546,23 +459,23 @@ def _walk(S, line, t0, first, kind):
         i0 = i0_above
     else:
         if kind != K_PREFETCH:
-            _site_count(S, SC_LLC_MISSES, 1)
+            _site_count(S, SCTR.LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
     flg = cm.F_PREFETCHED if kind == K_PREFETCH else _spec_flag(S, hit == nlev)
     for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
         _install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done,
                  flg | shared)
         if flg:
-            cm.count(S, lvl, cm.C_PF_FILL, 1)
+            cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
     return done, shared
 
 
 @inlined
 def _free_lfb(S):
     """Index of the line fill buffer that frees first."""
-    lfb = S[H_LFB]
+    lfb = S[EH.LFB]
     best, first = 0, S[ix(lfb)]
-    for i in range(1, S[T_LFB]):   # the minimum in a register: no reload through `best`
+    for i in range(1, S[TP.LFB]):   # the minimum in a register: no reload through `best`
         if S[ix(lfb + i)] < first:
             best, first = i, S[ix(lfb + i)]
     return best
@@ -573,17 +486,17 @@ def _prefetch(S, lvl, pf, line, t0):
     """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
     fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer."""
     if pf == PF_NEXT_LINE:
-        first, count = next_line.train(S, line, S[T_STREAM_DIST], S[T_STREAM_DEG])
+        first, count = next_line.train(S, line, S[TP.STREAM_DIST], S[TP.STREAM_DEG])
     else:
-        first, count = stream.train(S, line, S[T_STREAM_DIST], S[T_STREAM_DEG])
+        first, count = stream.train(S, line, S[TP.STREAM_DIST], S[TP.STREAM_DEG])
     for nxt in range(first, first + count):
         if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
             continue
         if lvl == 0:
             i = _free_lfb(S)
-            if S[ix(S[H_LFB] + i)] > t0:
+            if S[ix(S[EH.LFB] + i)] > t0:
                 return
-            S[ix(S[H_LFB] + i)] = _walk(S, nxt, t0, 0, K_PREFETCH)[0]
+            S[ix(S[EH.LFB] + i)] = _walk(S, nxt, t0, 0, K_PREFETCH)[0]
         else:
             _walk(S, nxt, t0, lvl, K_PREFETCH)
 
@@ -596,9 +509,9 @@ def _demand(S, line, t0, kind):
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
-            cm.count(S, 0, cm.C_LOAD_HIT, 1)
+            cm.count(S, 0, cm.CC.LOAD_HITS, 1)
         else:
-            cm.count(S, 0, cm.C_STORE_HIT, 1)
+            cm.count(S, 0, cm.CC.STORE_HITS, 1)
             f |= cm.F_DIRTY
         lat = cm.hit_cycles(S, 0)
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):   # one test for the rare
@@ -615,31 +528,31 @@ def _demand(S, line, t0, kind):
 
 @compiled
 def _demand_miss(S, line, t0, kind):
-    cm.count(S, 0, cm.C_LOAD_MISS if kind == K_LOAD else cm.C_STORE_MISS, 1)
-    _site_count(S, SC_L1_MISSES, 1)
+    cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
+    _site_count(S, SCTR.L1D_MISSES, 1)
     i = _free_lfb(S)
-    if S[ix(S[H_LFB] + i)] > t0:
-        t0 = S[ix(S[H_LFB] + i)]
+    if S[ix(S[EH.LFB] + i)] > t0:
+        t0 = S[ix(S[EH.LFB] + i)]
         _stall_until(S, t0)
-    if S[T_LEVELS] > 1:
+    if S[TP.LEVELS] > 1:
         done, shared = _walk(S, line, t0, 1, kind)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
-        spec = cm.F_TRANSIENT if S[S_SPEC] != 0 and (
+        spec = cm.F_TRANSIENT if S[SC.SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
-        if S[T_PF_L2] != PF_NONE:
-            _prefetch(S, 1, S[T_PF_L2], line, t0)
+        if S[TP.PF_L2] != PF_NONE:
+            _prefetch(S, 1, S[TP.PF_L2], line, t0)
     else:
-        _site_count(S, SC_LLC_MISSES, 1)
+        _site_count(S, SCTR.LLC_MISSES, 1)
         done = _mem_read(S, line, t0)
         spec = _spec_flag(S, True)
         shared = 0
-    S[ix(S[H_LFB] + i)] = done
+    S[ix(S[EH.LFB] + i)] = done
     i0 = cm.set_start(S, 0, line)
     cm.remember_l1(S, line, i0, _install(S, 0, i0, line, done,
                                          (cm.F_DIRTY if kind == K_STORE else 0) | spec
                                          | shared))
-    if S[T_PF_L1] != PF_NONE:
-        _prefetch(S, 0, S[T_PF_L1], line, t0)
+    if S[TP.PF_L1] != PF_NONE:
+        _prefetch(S, 0, S[TP.PF_L1], line, t0)
     return done
 
 
@@ -649,14 +562,14 @@ def _own_line(S, line, t):
     i0 = cm.set_start(S, 0, line)
     b = cm.find(S, 0, i0, line)
     if b >= 0:
-        cm.count(S, 0, cm.C_STORE_HIT, 1)
+        cm.count(S, 0, cm.CC.STORE_HITS, 1)
         if cm.flags(S, b) & cm.F_SHARED:   # the other core's copy is invalidated (no wait:
             _upgrade(S, 0, line)           # the line is not read)
         cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~(cm.F_TRANSIENT | cm.F_SHARED))
         cm.touch(S, 0, i0, b)
         return
-    cm.count(S, 0, cm.C_STORE_MISS, 1)
-    for lvl in range(1, S[T_LEVELS]):
+    cm.count(S, 0, cm.CC.STORE_MISSES, 1)
+    for lvl in range(1, S[TP.LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:
             cm.invalidate(S, lvl, j)
@@ -669,7 +582,7 @@ def _peer_write(S, line):
     bytes included: no write-back to memory) and leaves the line modified in its own cache,
     tracked at the last level (an inclusive LLC holds it; for a non-inclusive one the block
     stands for the snoop filter's entry) with F_PEER."""
-    llc = S[T_LEVELS] - 1
+    llc = S[TP.LEVELS] - 1
     for lvl in range(llc):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
@@ -677,7 +590,7 @@ def _peer_write(S, line):
     i0 = cm.set_start(S, llc, line)
     b = cm.find(S, llc, i0, line)
     if b < 0:
-        _install(S, llc, i0, line, S[S_NOW], cm.F_PEER)
+        _install(S, llc, i0, line, S[SC.NOW], cm.F_PEER)
     else:
         cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED))
                      | cm.F_PEER)
@@ -690,8 +603,8 @@ def _upgrade(S, lvl, line):
     invalidated first, and this core's copies stop being shared. Returns the wait, taken as
     one cache-to-cache round trip (peer_hitm_ns)."""
     _clear_flag(S, line, cm.F_SHARED)
-    cm.count(S, lvl, cm.C_UPGRADE, 1)
-    return S[T_PEER]
+    cm.count(S, lvl, cm.CC.PEER_UPGRADES, 1)
+    return S[TP.PEER]
 
 
 @compiled
@@ -699,7 +612,7 @@ def _peer_read(S, line):
     """Another core reads `line`: a copy this core modified is forwarded (the last level
     takes the modified data; it is installed there if absent) and every copy here becomes
     shared. A line this core does not hold is not its business."""
-    llc = S[T_LEVELS] - 1
+    llc = S[TP.LEVELS] - 1
     dirty, held = 0, False
     for lvl in range(llc):
         b = cm.lookup(S, lvl, line)
@@ -713,30 +626,30 @@ def _peer_read(S, line):
         if not cm.flags(S, b) & cm.F_PEER:
             cm.set_flags(S, b, cm.flags(S, b) | cm.F_SHARED | dirty)
     elif held:
-        _install(S, llc, i0, line, S[S_NOW], cm.F_SHARED | dirty)
+        _install(S, llc, i0, line, S[SC.NOW], cm.F_SHARED | dirty)
 
 
 # ---------------------------------------------------------------- op handlers
 @inlined
 def _load(S, addr, size, dependent):
-    t0 = S[S_NOW]
-    if dependent and S[S_DEP_READY] > t0:
-        t0 = S[S_DEP_READY]
+    t0 = S[SC.NOW]
+    if dependent and S[SC.DEP_READY] > t0:
+        t0 = S[SC.DEP_READY]
     first = addr >> 6
     last = (addr + size - 1) >> 6
     done = _demand(S, first, t0, K_LOAD)
     if last != first:
         done = max(done, _demand(S, last, t0, K_LOAD))
     _issue(S, 1)
-    S[S_DEP_READY] = done
+    S[SC.DEP_READY] = done
     _rob_push(S, done)
 
 
 @inlined
 def _store_line(S, line):
-    now = S[S_NOW]
+    now = S[SC.NOW]
     ready = _demand(S, line, now, K_STORE)
-    _sb_push(S, max(ready, now + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
+    _sb_push(S, max(ready, now + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
 
 
 @inlined
@@ -753,7 +666,7 @@ def _store(S, addr, size):
 def _evict_everywhere(S, line, keep):
     """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
     dirty = 0
-    for lvl in range(S[T_LEVELS]):
+    for lvl in range(S[TP.LEVELS]):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
             if keep:
@@ -768,20 +681,20 @@ def _evict_everywhere(S, line, keep):
 def _wc_send(S, i, line, mask, t, r):
     """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
     partial) posted write (r: the region of the line, or -1)."""
-    o = S[H_WC] + 4 * i
+    o = S[EH.WC] + N_WC * i
     acc = _mem_write(S, r, line, mask, t, PK_FENCED)
-    S[ix(o + WC_BUSY)] = acc
-    S[ix(o + WC_LINE)] = -1
-    S[ix(o + WC_MASK)] = 0
-    if acc > S[S_WB_PENDING]:
-        S[S_WB_PENDING] = acc
+    S[ix(o + WC.BUSY)] = acc
+    S[ix(o + WC.LINE)] = -1
+    S[ix(o + WC.MASK)] = 0
+    if acc > S[SC.WB_PENDING]:
+        S[SC.WB_PENDING] = acc
     return acc
 
 
 @inlined
 def _wc_drain(S, i, t, r):
-    o = S[H_WC] + 4 * i
-    return _wc_send(S, i, S[ix(o + WC_LINE)], S[ix(o + WC_MASK)], t, r)
+    o = S[EH.WC] + N_WC * i
+    return _wc_send(S, i, S[ix(o + WC.LINE)], S[ix(o + WC.MASK)], t, r)
 
 
 NEVER = (1 << 63) - 1   # a cycle later than any
@@ -793,20 +706,20 @@ def _movnt_bytes(S, addr, size, r):
     region of addr, or -1)."""
     line = addr >> 6
     if _evict_everywhere(S, line, False):
-        _mem_write(S, r, line, FULL_MASK, S[S_NOW], PK_NOW)
-    n = S[T_WC]
-    wc = S[H_WC]
+        _mem_write(S, r, line, FULL_MASK, S[SC.NOW], PK_NOW)
+    n = S[TP.WC]
+    wc = S[EH.WC]
     slot = -1
     # a free buffer, the one available first (wanted if none holds the line), chosen
     # without a branch: which one it is varies unpredictably
     best, best_busy = -1, NEVER
     for i in range(n):
-        o = wc + 4 * i
-        li = S[ix(o + WC_LINE)]
+        o = wc + N_WC * i
+        li = S[ix(o + WC.LINE)]
         if li == line:
             slot = i
             break
-        busy = S[ix(o + WC_BUSY)]
+        busy = S[ix(o + WC.BUSY)]
         take = (li == -1) & (busy < best_busy)
         best = i if take else best
         best_busy = busy if take else best_busy
@@ -814,31 +727,31 @@ def _movnt_bytes(S, addr, size, r):
         if best < 0:  # all hold data: the oldest leaves partially filled
             best = 0
             for i in range(1, n):
-                if S[ix(wc + 4 * i + WC_STAMP)] < S[ix(wc + 4 * best + WC_STAMP)]:
+                if S[ix(wc + N_WC * i + WC.STAMP)] < S[ix(wc + N_WC * best + WC.STAMP)]:
                     best = i
-            _wc_drain(S, best, S[S_NOW], -1)
-        _stall_until(S, S[ix(wc + 4 * best + WC_BUSY)])
+            _wc_drain(S, best, S[SC.NOW], -1)
+        _stall_until(S, S[ix(wc + N_WC * best + WC.BUSY)])
         slot = best
-        S[ix(wc + 4 * slot + WC_LINE)] = line
-        S[S_MEM_STAMP] += 1
-        S[ix(wc + 4 * slot + WC_STAMP)] = S[S_MEM_STAMP]
-    mask = S[ix(wc + 4 * slot + WC_MASK)] | (
+        S[ix(wc + N_WC * slot + WC.LINE)] = line
+        S[SC.MEM_STAMP] += 1
+        S[ix(wc + N_WC * slot + WC.STAMP)] = S[SC.MEM_STAMP]
+    mask = S[ix(wc + N_WC * slot + WC.MASK)] | (
         FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63))
-    S[ix(wc + 4 * slot + WC_MASK)] = mask
+    S[ix(wc + N_WC * slot + WC.MASK)] = mask
     if mask == FULL_MASK:   # the line and mask just written: not read back from S
-        _wc_send(S, slot, line, mask, S[S_NOW], r)
+        _wc_send(S, slot, line, mask, S[SC.NOW], r)
 
 
 @compiled
 def _wc_drain_all(S):
     """Drain every WC buffer holding data; returns when the last drain is accepted."""
-    t = S[S_NOW]
-    wc = S[H_WC]
+    t = S[SC.NOW]
+    wc = S[EH.WC]
     latest = 0
-    for i in range(S[T_WC]):
-        if S[ix(wc + 4 * i + WC_LINE)] != -1:
+    for i in range(S[TP.WC]):
+        if S[ix(wc + N_WC * i + WC.LINE)] != -1:
             _wc_drain(S, i, t, -1)
-        latest = max(latest, S[ix(wc + 4 * i + WC_BUSY)])
+        latest = max(latest, S[ix(wc + N_WC * i + WC.BUSY)])
     return latest
 
 
@@ -846,24 +759,24 @@ def _wc_drain_all(S):
 def _flush(S, line, kind, r):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
     r: the line's region, or -1."""
-    now = S[S_NOW]
+    now = S[SC.NOW]
     dirty = _evict_everywhere(S, line, kind == CLWB)
     if kind == CLFLUSH:
-        start = max(now, S[S_CLFLUSH_CHAIN])
-        done = start + S[T_CLFLUSH]
+        start = max(now, S[SC.CLFLUSH_CHAIN])
+        done = start + S[TP.CLFLUSH]
         if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
             done = max(done, _mem_write(S, r, line, FULL_MASK, start, PK_NOW))
-        S[S_CLFLUSH_CHAIN] = done
+        S[SC.CLFLUSH_CHAIN] = done
         _sb_push(S, done)
     else:
-        start = max(now, S[S_FLUSH_UNIT])
-        cost = S[T_CLWB] if kind == CLWB else S[T_CLFLUSHOPT]
-        S[S_FLUSH_UNIT] = start + cost
+        start = max(now, S[SC.FLUSH_UNIT])
+        cost = S[TP.CLWB] if kind == CLWB else S[TP.CLFLUSHOPT]
+        S[SC.FLUSH_UNIT] = start + cost
         done = start + cost
         if dirty:  # guaranteed durable only after the next fence
             done = max(done, _mem_write(S, r, line, FULL_MASK, start, PK_FENCED))
-        if done > S[S_WB_PENDING]:
-            S[S_WB_PENDING] = done
+        if done > S[SC.WB_PENDING]:
+            S[SC.WB_PENDING] = done
         _sb_push(S, start + cost)
     _issue(S, 1)
 
@@ -883,32 +796,32 @@ def _flush_range(S, pt, frames, addr, size, kind):
             page = (line << 6) >> mm.PAGE_SHIFT
             r = mm.find_region(S, line << 6)
             row = mm.page_row(S, line << 6)
-        cm.prefetch_set(S, S[T_LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
+        cm.prefetch_set(S, S[TP.LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
         _rob_gate(S)
         _flush(S, line, kind, r)
-        if S[S_PQ_COUNT]:
+        if S[SC.PQ_COUNT]:
             _persist_queue(S, pt, frames, page, row)
 
 
 @compiled
 def _sfence(S):
-    _stall_until(S, max(_wc_drain_all(S), S[S_WB_PENDING], S[S_CLFLUSH_CHAIN]))
-    S[S_NOW] += S[T_SFENCE]
+    _stall_until(S, max(_wc_drain_all(S), S[SC.WB_PENDING], S[SC.CLFLUSH_CHAIN]))
+    S[SC.NOW] += S[TP.SFENCE]
 
 
 @compiled
 def _lfence(S):
-    _stall_until(S, S[S_LOADS_MAX])
-    S[S_ROB_COUNT] = 0
-    S[S_NOW] += S[T_LFENCE]
+    _stall_until(S, S[SC.LOADS_MAX])
+    S[SC.ROB_COUNT] = 0
+    S[SC.NOW] += S[TP.LFENCE]
 
 
 @compiled
 def _mfence(S):
-    _stall_until(S, max(S[S_LOADS_MAX], S[S_SB_LAST]))
+    _stall_until(S, max(S[SC.LOADS_MAX], S[SC.SB_LAST]))
     _sfence(S)
-    S[S_ROB_COUNT] = 0
-    S[S_NOW] += S[T_MFENCE] - S[T_SFENCE]
+    S[SC.ROB_COUNT] = 0
+    S[SC.NOW] += S[TP.MFENCE] - S[TP.SFENCE]
 
 
 @compiled
@@ -916,10 +829,10 @@ def _copy(S, pt, frames, op, dst, src, n):
     """Bulk copies, expanded per destination line (sources are read line by line)."""
     if n <= 0:
         return
-    nrfo = op == REP_MOVSB and n >= S[T_REP_NRFO]
+    nrfo = op == REP_MOVSB and n >= S[TP.REP_NRFO]
     if op == REP_MOVSB:
-        S[S_NOW] += S[T_REP_START]
-    functional = S[T_FUNCTIONAL]
+        S[SC.NOW] += S[TP.REP_START]
+    functional = S[TP.FUNCTIONAL]
     prev_src = -1
     pos = 0
     # the last destination page's region, pt row and frame, whether it is under eADR, and
@@ -930,11 +843,11 @@ def _copy(S, pt, frames, op, dst, src, n):
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         s = src + pos
-        cm.prefetch_tags(S, S[T_LEVELS] - 1, (d >> 6) + BULK_AHEAD)
+        cm.prefetch_tags(S, S[TP.LEVELS] - 1, (d >> 6) + BULK_AHEAD)
         if d >> mm.PAGE_SHIFT != dpage:
             dpage = d >> mm.PAGE_SHIFT
             r = mm.find_region(S, d)
-            eadr = mm.reg(S, r, mm.RG_PERSIST) == mm.P_EADR
+            eadr = mm.reg(S, r, mm.RG.PERSIST) == mm.P_EADR
             if functional:
                 drow = mm.page_row(S, d)
                 fd = mm.frame_in(pt, drow, d)
@@ -948,7 +861,7 @@ def _copy(S, pt, frames, op, dst, src, n):
             else:
                 mm.copy_bytes(S, pt, frames, d, s, k)
         _rob_gate(S)
-        t0 = S[S_NOW]
+        t0 = S[SC.NOW]
         ready = t0
         words = (k + 7) // 8
         for sl in range(s >> 6, ((s + k - 1) >> 6) + 1):
@@ -956,30 +869,30 @@ def _copy(S, pt, frames, op, dst, src, n):
                 ready = max(ready, _demand(S, sl, t0, K_LOAD))
                 prev_src = sl
                 if op != REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
-                    cm.count(S, 0, cm.C_LOAD_HIT, max(0, min(words, 8) - 1))
+                    cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
         _rob_push(S, ready)
-        S[S_DEP_READY] = max(S[S_DEP_READY], ready) if pos else ready   # the data copied
+        S[SC.DEP_READY] = max(S[SC.DEP_READY], ready) if pos else ready   # the data copied
         line = d >> 6
         if op == NT_COPY:
             _movnt_bytes(S, d, k, r)
-            _issue(S, words * (1 + S[T_MOVNT]))
+            _issue(S, words * (1 + S[TP.MOVNT]))
         elif op == REP_MOVSB:
             if nrfo and k == 64:
                 _own_line(S, line, t0)
-                _sb_push(S, max(t0 + 1, S[S_SB_LAST] + S[T_STORE_COMMIT]))
+                _sb_push(S, max(t0 + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
             else:
                 _store_line(S, line)
-            f = S[S_REP_FRAC] + S[T_REP_LINE_FP] * k // 64
-            S[S_NOW] += f // md.FP
-            S[S_REP_FRAC] = f % md.FP
+            f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64
+            S[SC.NOW] += f // md.FP
+            S[SC.REP_FRAC] = f % md.FP
         else:
             _store_line(S, line)
-            cm.count(S, 0, cm.C_STORE_HIT, words - 1)
+            cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
             _issue(S, 2 * words)
         if functional:
             if op != NT_COPY and eadr:  # _eadr_store(S, d, k): d..d+k is in one line
                 _pq_push(S, d >> 6, FULL_MASK, PK_NOW)
-            if S[S_PQ_COUNT]:
+            if S[SC.PQ_COUNT]:
                 _persist_queue(S, pt, frames, dpage, drow)
         pos += k
 
@@ -1006,13 +919,13 @@ def _op_ranges(ops, i):
 def _fast_ok(S, op, d0, d1, s0, s1):
     """The common case needs no check: ranges inside the region checked last, and a
     functional store into the page made present last."""
-    lo, hi = S[S_REG_LO], S[S_REG_HI]
+    lo, hi = S[SC.REG_LO], S[SC.REG_HI]
     if d1 > d0 and (d0 < lo or d1 > hi):
         return False
     if s1 > s0:
         return False
-    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE):
-        return (d0 >> 12) == S[S_PAGE_OK] and ((d1 - 1) >> 12) == S[S_PAGE_OK]
+    if S[TP.FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE):
+        return (d0 >> 12) == S[SC.PAGE_OK] and ((d1 - 1) >> 12) == S[SC.PAGE_OK]
     return True
 
 
@@ -1020,10 +933,10 @@ def _fast_ok(S, op, d0, d1, s0, s1):
 def _denied(S, r):
     """Why a data access to region r is refused now: ST_OK, ST_FAULT_PRIVILEGE (user mode,
     supervisor page) or ST_FAULT_SMAP (kernel mode, user page, SMAP on, EFLAGS.AC clear)."""
-    user = mm.reg(S, r, mm.RG_USER)
-    if not S[S_KERNEL]:
+    user = mm.reg(S, r, mm.RG.USER)
+    if not S[SC.KERNEL]:
         return ST_OK if user else ST_FAULT_PRIVILEGE
-    if user and S[T_SMAP] and not S[S_AC]:
+    if user and S[TP.SMAP] and not S[SC.AC]:
         return ST_FAULT_SMAP
     return ST_OK
 
@@ -1040,7 +953,7 @@ def _first_fault(S, a0, a1, checked):
         why = _denied(S, r) if checked else ST_OK
         if why != ST_OK:
             return pos, why
-        pos = mm.reg(S, r, mm.RG_END)
+        pos = mm.reg(S, r, mm.RG.END)
     return a1, ST_OK
 
 
@@ -1054,8 +967,8 @@ def _zero_tail(S, ops, i, d0, d1):
     """Does op i's fixup zero the destination's uncopied tail (copy_from_user)? Only when
     the fault was in the source and the whole destination is accessible."""
     s0 = ops[i, COL_SRC]
-    return (ops[i, COL_FLAGS] & FLAG_ZERO_TAIL) != 0 and S[S_FAULT] != ST_OK and \
-        s0 <= S[S_FAULT_ADDR] < s0 + ops[i, COL_SIZE] and \
+    return (ops[i, COL_FLAGS] & FLAG_ZERO_TAIL) != 0 and S[SC.FAULT] != ST_OK and \
+        s0 <= S[SC.FAULT_ADDR] < s0 + ops[i, COL_SIZE] and \
         _first_fault(S, d0, d1, True)[1] == ST_OK
 
 
@@ -1063,7 +976,7 @@ def _zero_tail(S, ops, i, d0, d1):
 def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     """Validate op i before any side effect: mapped, permitted (privilege, SMAP), no poison
     consumed, and pages present when functional. Returns how many of its bytes execute:
-    all of them, fewer when an exception-table op faults part-way (S[S_FAULT] then says
+    all of them, fewer when an exception-table op faults part-way (S[SC.FAULT] then says
     why; for a load or store, none), or -1 if the run must stop here (out[] filled)."""
     op = ops[i, COL_OP]
     flags = ops[i, COL_FLAGS]
@@ -1077,29 +990,29 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     fs, ws = _first_fault(S, s0, s1, True)
     if ws != ST_OK and fs - s0 < ok:
         ok, why, at = fs - s0, ws, fs
-    if S[S_POISON_N] and (op == LOAD or _is_copy(op)):
+    if S[SC.POISON_N] and (op == LOAD or _is_copy(op)):
         r0 = d0 if op == LOAD else s0
         p = mm.first_poisoned(S, pt, r0, r0 + ok)
         if p >= 0:   # poison is consumed by the load of its line
             ok, why, at = max(p, r0) - r0, ST_FAULT_MCE, p
-    S[S_FAULT] = ST_OK
+    S[SC.FAULT] = ST_OK
     if why != ST_OK:
         if not flags & (FLAG_MCSAFE if why == ST_FAULT_MCE else FLAG_EXTABLE):
             out[0] = why
             out[2] = at
             return -1
-        S[S_FAULT] = why
-        S[S_FAULT_ADDR] = at
+        S[SC.FAULT] = why
+        S[SC.FAULT_ADDR] = at
         if not _is_copy(op):
             ok = 0
-    elif d1 > d0 and not S[S_POISON_N] and not peer:   # not checked as ours
+    elif d1 > d0 and not S[SC.POISON_N] and not peer:   # not checked as ours
         r = mm.find_region(S, d0)
         # remember the region for the fast path unless its permission depends on EFLAGS.AC
-        if d1 <= mm.reg(S, r, mm.RG_END) and not (S[S_KERNEL] and S[T_SMAP]
-                                                  and mm.reg(S, r, mm.RG_USER)):
-            S[S_REG_LO] = mm.reg(S, r, mm.RG_BASE)
-            S[S_REG_HI] = mm.reg(S, r, mm.RG_END)
-    if S[T_FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE or _is_copy(op)):
+        if d1 <= mm.reg(S, r, mm.RG.END) and not (S[SC.KERNEL] and S[TP.SMAP]
+                                                  and mm.reg(S, r, mm.RG.USER)):
+            S[SC.REG_LO] = mm.reg(S, r, mm.RG.BASE)
+            S[SC.REG_HI] = mm.reg(S, r, mm.RG.END)
+    if S[TP.FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE or _is_copy(op)):
         e0 = d1 if _zero_tail(S, ops, i, d0, d1) else d0 + ok
         e1 = s0 + ok if s1 > s0 else s0
         need = out[2:4]
@@ -1108,14 +1021,14 @@ def _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
         mm.missing_pages(S, pt, d0, e0, need)
         mm.missing_pages(S, pt, s0, e1, need)
         if need[1] > 0:
-            if need[0] > pt.shape[0] - mm.allocated(S, mm.A_CHUNKS) or \
-                    need[1] > frames.shape[0] - mm.allocated(S, mm.A_FRAMES):
+            if need[0] > pt.shape[0] - mm.allocated(S, mm.ALLOC.CHUNKS) or \
+                    need[1] > frames.shape[0] - mm.allocated(S, mm.ALLOC.FRAMES):
                 out[0] = ST_NEED_PAGES
                 return -1
             mm.map_pages(S, pt, d0, e0)
             mm.map_pages(S, pt, s0, e1)
         if why == ST_OK:
-            S[S_PAGE_OK] = d0 >> 12
+            S[SC.PAGE_OK] = d0 >> 12
     return ok
 
 
@@ -1129,10 +1042,10 @@ def _zero_fill(S, pt, frames, dst, n):
         _rob_gate(S)
         _store_line(S, d >> 6)
         _issue(S, (k + 7) // 8)
-        if S[T_FUNCTIONAL]:
+        if S[TP.FUNCTIONAL]:
             mm.write_imm(S, pt, frames, d, 0, k)
             _eadr_store(S, d, k)
-            if S[S_PQ_COUNT]:
+            if S[SC.PQ_COUNT]:
                 _persist_queue(S, pt, frames, -1, -1)
         pos += k
 
@@ -1143,14 +1056,14 @@ def _fixup(S, pt, frames, ops, i, ok, res):
     exception, record the bytes not done, zero the tail where asked."""
     d0, d1, s0, s1 = _op_ranges(ops, i)
     res[i] = ops[i, COL_SIZE] - ok
-    if S[S_FAULT] == ST_FAULT_MCE:   # the consuming read reaches the media, then #MC
-        _stall_until(S, _mem_read(S, S[S_FAULT_ADDR] >> 6, S[S_NOW]))
-        S[S_NOW] += S[T_MCE]
+    if S[SC.FAULT] == ST_FAULT_MCE:   # the consuming read reaches the media, then #MC
+        _stall_until(S, _mem_read(S, S[SC.FAULT_ADDR] >> 6, S[SC.NOW]))
+        S[SC.NOW] += S[TP.MCE]
     else:
-        S[S_NOW] += S[T_FAULT_FIXUP]
+        S[SC.NOW] += S[TP.FAULT_FIXUP]
     if _zero_tail(S, ops, i, d0, d1):
         _zero_fill(S, pt, frames, d0 + ok, d1 - d0 - ok)
-    S[S_FAULT] = ST_OK
+    S[SC.FAULT] = ST_OK
 
 
 @inlined
@@ -1187,7 +1100,7 @@ def _index_mask(S, ops, j, t, dep):
     (the mask, the cycle the masked index is ready)."""
     if ops[j, COL_FLAGS] & FLAG_DEPENDENT:
         t = max(t, dep)
-    return (-1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0), t + S[T_INDEX_MASK]
+    return (-1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0), t + S[TP.INDEX_MASK]
 
 
 @compiled
@@ -1197,14 +1110,14 @@ def _transient(S, pt, frames, ops, j0, j1, resolve):
     an LFENCE (or any fence, flush, STAC/CLAC, bulk op, branch) ends the window, as does a
     reorder buffer's worth of uops. A load that would fault or consume poison ends it too:
     no fill. Architectural state other than the caches is left as it was."""
-    now = S[S_NOW]
-    S[S_SPEC] = 1
-    dep, val, mask = S[S_DEP_READY], S[S_VAL], S[S_MASK]
+    now = S[SC.NOW]
+    S[SC.SPEC] = 1
+    dep, val, mask = S[SC.DEP_READY], S[SC.VAL], S[SC.MASK]
     uops = 0
     work = 0
     for j in range(j0, j1):
-        t = now + uops // S[T_UPC] + work
-        if t >= resolve or uops >= S[T_ROB]:
+        t = now + uops // S[TP.UPC] + work
+        if t >= resolve or uops >= S[TP.ROB]:
             break
         op = ops[j, COL_OP]
         flags = ops[j, COL_FLAGS]
@@ -1214,12 +1127,12 @@ def _transient(S, pt, frames, ops, j0, j1, resolve):
             if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
                 t = max(t, dep)
             if t >= resolve or _first_fault(S, a, a + size, True)[1] != ST_OK or \
-                    (S[S_POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
+                    (S[SC.POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
                 break
             dep = _demand(S, a >> 6, t, K_LOAD)
             if (a + size - 1) >> 6 != a >> 6:
                 dep = max(dep, _demand(S, (a + size - 1) >> 6, t, K_LOAD))
-            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[T_FUNCTIONAL] else 0
+            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[TP.FUNCTIONAL] else 0
         elif op == INDEX_MASK:
             mask, dep = _index_mask(S, ops, j, t, dep)
         elif op == WORK:
@@ -1227,17 +1140,17 @@ def _transient(S, pt, frames, ops, j0, j1, resolve):
         elif op != STORE and op != MOVNT and op != SITE:
             break
         uops += 1
-    S[S_SPEC] = 0
-    S[S_NOW] = now   # a fill-buffer stall on the wrong path does not delay the right one
+    S[SC.SPEC] = 0
+    S[SC.NOW] = now   # a fill-buffer stall on the wrong path does not delay the right one
 
 
 @compiled
 def _branch(S, pt, frames, ops, i):
     """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
-    t = S[S_NOW]
+    t = S[SC.NOW]
     if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
-        t = max(t, S[S_DEP_READY])
-    resolve = t + S[T_BRANCH_RESOLVE]
+        t = max(t, S[SC.DEP_READY])
+    resolve = t + S[TP.BRANCH_RESOLVE]
     inside = ops[i, COL_ADDR] < ops[i, COL_SIZE]
     predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
     body = ops[i, COL_IMM]
@@ -1245,7 +1158,7 @@ def _branch(S, pt, frames, ops, i):
     if predicted != inside:
         if predicted:
             _transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
-        S[S_NOW] = max(S[S_NOW], resolve) + S[T_MISPREDICT]
+        S[SC.NOW] = max(S[SC.NOW], resolve) + S[TP.MISPREDICT]
     return 0 if inside else body
 
 
@@ -1261,7 +1174,7 @@ def _host_prefetch_op(S, ops, j):
     if op == LOAD or op == STORE:
         line = ops[ix(j), COL_ADDR] >> 6
         if line != ops[ix(j - 1), COL_ADDR] >> 6 and line != ops[ix(j - 2), COL_ADDR] >> 6:
-            for lvl in range(1, S[T_LEVELS]):
+            for lvl in range(1, S[TP.LEVELS]):
                 cm.prefetch_set(S, lvl, line)
 
 
@@ -1273,24 +1186,24 @@ def _plain_run(S, pt, frames, ops, data, i, n):
     the effects the general path gives it (same helpers, same order): only the loads and
     stores of S between ops are gone, whose store-to-load chains bound the general path.
     An L1 miss hands the scalars it uses (now, end, the stamp) to _demand_miss in S."""
-    functional = S[T_FUNCTIONAL]
-    lo, hi, page_ok = S[S_REG_LO], S[S_REG_HI], S[S_PAGE_OK]
+    functional = S[TP.FUNCTIONAL]
+    lo, hi, page_ok = S[SC.REG_LO], S[SC.REG_HI], S[SC.PAGE_OK]
     # stores into an eADR region queue their lines for the persistence domain: general path
     if functional and hi > lo and mm.persistence(S, lo) == mm.P_EADR:
         page_ok = -1
     hit = cm.hit_cycles(S, 0)
-    upc, commit = S[T_UPC], S[T_STORE_COMMIT]
-    tags, flg, rdy = S[H_TAGS], S[H_FLAGS], S[H_READY]
-    rob, rseq, rdone, sbn, sb = S[T_ROB], S[H_ROB_SEQ], S[H_ROB_DONE], S[T_SB], S[H_SB]
-    policy, ways, repl = cm.policy(S, 0), cm.ways(S, 0), S[H_REPL]
-    now, frac, seq = S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ]
-    rh, rc, lmax, dep = S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX], S[S_DEP_READY]
-    sh, sc, sl, end = S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END]
-    stamp = S[cm.LV_AT + cm.LV_STAMP]
+    upc, commit = S[TP.UPC], S[TP.STORE_COMMIT]
+    tags, flg, rdy = S[MH.TAGS], S[MH.FLAGS], S[MH.READY]
+    rob, rseq, rdone, sbn, sb = S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], S[TP.SB], S[EH.SB]
+    policy, ways, repl = cm.policy(S, 0), cm.ways(S, 0), S[MH.REPL]
+    now, frac, seq = S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ]
+    rh, rc, lmax, dep = S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX], S[SC.DEP_READY]
+    sh, sc, sl, end = S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END]
+    stamp = S[cm.LV_AT + cm.LV.STAMP]
     # the two L1 blocks used last (a copy alternates between a source and a destination
     # line), each valid while its block still holds its line
-    ml0, ms0, mb0 = S[cm.L1_MEMO_AT + cm.MEMO_LINE], S[cm.L1_MEMO_AT + cm.MEMO_SET], \
-        S[cm.L1_MEMO_AT + cm.MEMO_BLOCK]
+    ml0, ms0, mb0 = S[cm.L1_MEMO_AT + cm.MEMO.LINE], S[cm.L1_MEMO_AT + cm.MEMO.SET], \
+        S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
     ml1, ms1, mb1 = -1, 0, 0
     start = i
     lhits, shits = 0, 0
@@ -1338,12 +1251,12 @@ def _plain_run(S, pt, frames, ops, data, i, n):
                 shits += 1
                 S[ix(flg + b)] |= cm.F_DIRTY
         else:
-            S[S_NOW], S[S_END], S[cm.LV_AT + cm.LV_STAMP] = now, end, stamp
+            S[SC.NOW], S[SC.END], S[cm.LV_AT + cm.LV.STAMP] = now, end, stamp
             ready = _demand_miss(S, line, t0, K_LOAD if op == LOAD else K_STORE)
-            now, end, stamp = S[S_NOW], S[S_END], S[cm.LV_AT + cm.LV_STAMP]
+            now, end, stamp = S[SC.NOW], S[SC.END], S[cm.LV_AT + cm.LV.STAMP]
             ml1, ms1, mb1 = ml0, ms0, mb0
-            ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO_SET], \
-                S[cm.L1_MEMO_AT + cm.MEMO_BLOCK]
+            ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
+                S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
         if op == LOAD:
             now, frac, seq = _issue_v(now, frac, seq, 1, upc)
             dep = ready
@@ -1355,18 +1268,18 @@ def _plain_run(S, pt, frames, ops, data, i, n):
             now, frac, seq = _issue_v(now, frac, seq, 1, upc)
             if functional:
                 _store_data(S, pt, frames, ops, data, i, addr, size)
-        if b < 0 and functional and S[S_PQ_COUNT]:   # a miss wrote a dirty victim back
+        if b < 0 and functional and S[SC.PQ_COUNT]:   # a miss wrote a dirty victim back
             _persist_queue(S, pt, frames, -1, -1)
         i += 1
     if i == start:
         return i
-    S[S_NOW], S[S_UOP_FRAC], S[S_UOP_SEQ] = now, frac, seq
-    S[S_ROB_HEAD], S[S_ROB_COUNT], S[S_LOADS_MAX], S[S_DEP_READY] = rh, rc, lmax, dep
-    S[S_SB_HEAD], S[S_SB_COUNT], S[S_SB_LAST], S[S_END] = sh, sc, sl, end
-    S[cm.LV_AT + cm.LV_STAMP] = stamp
-    S[S_OPS] += i - start
-    cm.count(S, 0, cm.C_LOAD_HIT, lhits)
-    cm.count(S, 0, cm.C_STORE_HIT, shits)
+    S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq
+    S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX], S[SC.DEP_READY] = rh, rc, lmax, dep
+    S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
+    S[cm.LV_AT + cm.LV.STAMP] = stamp
+    S[SC.OPS] += i - start
+    cm.count(S, 0, cm.CC.LOAD_HITS, lhits)
+    cm.count(S, 0, cm.CC.STORE_HITS, shits)
     cm.remember_l1(S, ml0, ms0, mb0)
     return i
 
@@ -1379,7 +1292,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
     FLAG_EXTABLE or FLAG_MCSAFE). `plain`: whether plain loads and stores may take
     _plain_run (the results are the same either way; a test holds the two paths equal)."""
     out[0] = ST_OK
-    functional = S[T_FUNCTIONAL]
+    functional = S[TP.FUNCTIONAL]
     n = ops.shape[0]
     i = start
     skip = 0 if plain else n   # after _plain_run took no op, the next few bypass it
@@ -1402,7 +1315,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         addr = ops[i, COL_ADDR]
         size = ops[i, COL_SIZE]
         if op == LOAD and flags & (FLAG_INDEXED | FLAG_MASKED):
-            addr = _load_address(S, ops, i, S[S_VAL], S[S_MASK])
+            addr = _load_address(S, ops, i, S[SC.VAL], S[SC.MASK])
             d0, d1, s0, s1 = addr, addr + size, 0, 0
         else:
             d0, d1, s0, s1 = _op_ranges(ops, i)
@@ -1411,14 +1324,14 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             ok = _precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out)
             if ok < 0:
                 return
-        S[S_OPS] += 1
+        S[SC.OPS] += 1
         if op != SITE and op != WORK and op != PEER_WRITE and op != PEER_READ:
             _rob_gate(S)
         if op == LOAD:
             if ok == size:
                 _load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED))
                 if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & FLAG_INDEXED:
-                    S[S_VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
+                    S[SC.VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
         elif op == STORE:
             if ok == size:
                 _store(S, addr, size)
@@ -1428,7 +1341,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == MOVNT:
             if ok == size:
                 _movnt_bytes(S, addr, size, -1)
-                _issue(S, S[T_MOVNT])
+                _issue(S, S[TP.MOVNT])
                 if functional:
                     _store_data(S, pt, frames, ops, data, i, addr, size)
         elif op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
@@ -1443,20 +1356,20 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == MFENCE:
             _mfence(S)
         elif op == STAC or op == CLAC:
-            S[S_AC] = 1 if op == STAC else 0
-            if S[T_SMAP]:
-                S[S_NOW] += S[T_STAC] if op == STAC else S[T_CLAC]
+            S[SC.AC] = 1 if op == STAC else 0
+            if S[TP.SMAP]:
+                S[SC.NOW] += S[TP.STAC] if op == STAC else S[TP.CLAC]
         elif op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
             if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
-                _stall_until(S, S[S_DEP_READY])
+                _stall_until(S, S[SC.DEP_READY])
             _copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
         elif op == WORK:
             if flags & FLAG_DEPENDENT:   # it computes on the previous load's data
-                _stall_until(S, S[S_DEP_READY])
-            S[S_NOW] += ops[i, COL_IMM]
+                _stall_until(S, S[SC.DEP_READY])
+            S[SC.NOW] += ops[i, COL_IMM]
         elif op == SITE:
-            _site_close(S, S[S_NOW])
-            S[S_SITE] = ops[i, COL_IMM]
+            _site_close(S, S[SC.NOW])
+            S[SC.SITE] = ops[i, COL_IMM]
         elif op == BRANCH:
             i += _branch(S, pt, frames, ops, i)
         elif op == PEER_WRITE:
@@ -1469,14 +1382,14 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 _peer_read(S, line)
         elif op == INDEX_MASK:
-            S[S_MASK], S[S_DEP_READY] = _index_mask(S, ops, i, S[S_NOW], S[S_DEP_READY])
+            S[SC.MASK], S[SC.DEP_READY] = _index_mask(S, ops, i, S[SC.NOW], S[SC.DEP_READY])
             _issue(S, 3)   # cmp, sbb, and
-        if S[S_FAULT] != ST_OK:
+        if S[SC.FAULT] != ST_OK:
             _fixup(S, pt, frames, ops, i, ok, res)
         if functional:
-            if S[S_PQ_COUNT]:
+            if S[SC.PQ_COUNT]:
                 _persist_queue(S, pt, frames, -1, -1)
-            if (op == SFENCE or op == MFENCE) and S[S_PEND_COUNT]:
+            if (op == SFENCE or op == MFENCE) and S[SC.PEND_COUNT]:
                 _apply_pending(S, pt, frames)
         i += 1
     out[1] = n
@@ -1485,16 +1398,16 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
 @compiled
 def _site_close(S, t):
     """Charge the cycles and ops since the current site began to it."""
-    _site_count(S, SC_CYCLES, t - S[S_SITE_START])
-    _site_count(S, SC_OPS, S[S_OPS] - S[S_SITE_OPS])
-    S[S_SITE_START] = t
-    S[S_SITE_OPS] = S[S_OPS]
+    _site_count(S, SCTR.CYCLES, t - S[SC.SITE_START])
+    _site_count(S, SCTR.OPS, S[SC.OPS] - S[SC.SITE_OPS])
+    S[SC.SITE_START] = t
+    S[SC.SITE_OPS] = S[SC.OPS]
 
 
 @compiled
 def finish(S):
     """Cycle at which everything issued so far has completed; charges the wait to the site."""
-    end = max(S[S_NOW], S[S_LOADS_MAX], S[S_SB_LAST], S[S_END], S[S_CLFLUSH_CHAIN])
+    end = max(S[SC.NOW], S[SC.LOADS_MAX], S[SC.SB_LAST], S[SC.END], S[SC.CLFLUSH_CHAIN])
     _site_close(S, end)
-    S[S_NOW] = end
+    S[SC.NOW] = end
     return end

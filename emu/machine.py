@@ -162,7 +162,7 @@ class Machine:
         regions = sorted(regions, key=lambda r: r["base"])
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
-        self.layout = Layout()
+        self.layout = Layout(*st.BLOCKS)
         st.add_sections(self.layout, v, len(regions), n_sites=4)
         cm.add_sections(self.layout, levels)
         md.add_sections(self.layout, media)
@@ -191,18 +191,18 @@ class Machine:
     @property
     def mode(self):
         """"kernel" or "user": the privilege level the next ops run at."""
-        return "kernel" if self.S[st.S_KERNEL] else "user"
+        return "kernel" if self.S[st.SC.KERNEL] else "user"
 
     @mode.setter
     def mode(self, value):
         if value not in ("kernel", "user"):
             raise ValueError(f"mode must be 'kernel' or 'user', not {value!r}")
-        self.S[st.S_KERNEL] = value == "kernel"
-        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # forget the fast path's region
+        self.S[st.SC.KERNEL] = value == "kernel"
+        self.S[st.SC.REG_LO] = self.S[st.SC.REG_HI] = 0  # forget the fast path's region
 
     @property
     def cycles(self):
-        return int(self.S[st.S_NOW])
+        return int(self.S[st.SC.NOW])
 
     def _global_ops(self, program):
         ops = remap_sites(program.ops, program.site_names, self._site_ids, self.site_names)
@@ -260,7 +260,7 @@ class Machine:
                                                int(self._out[2]), int(self._out[3]))
                 continue
             _core.finish(self.S)
-            site = self.site_names[int(self.S[st.S_SITE])]
+            site = self.site_names[int(self.S[st.SC.SITE])]
             name = Op(int(ops[i, COL_OP])).name
             addr = int(self._out[2])
             if status == st.ST_FAULT_UNMAPPED:
@@ -275,7 +275,7 @@ class Machine:
                 raise MachineCheck("unrecoverable machine check", i, site, addr,
                                    f"{name} consumed poison outside a machine-check-safe copy")
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
-        if self.S[st.S_PQ_COUNT] > st.PQ_ENTRIES:
+        if self.S[st.SC.PQ_COUNT] > st.PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
         end = int(_core.finish(self.S))
         if first:
@@ -315,15 +315,15 @@ class Machine:
         the line instead."""
         self._check_mapped(addr, 1)
         self._make_present(addr, 1)
-        mode, ac = self.mode, self.S[st.S_AC]
+        mode, ac = self.mode, self.S[st.SC.AC]
         self.mode = "kernel"          # out of band: no privilege or SMAP check applies
-        self.S[st.S_AC] = 1
+        self.S[st.SC.AC] = 1
         try:
             self.run(Program().clflush(addr).mfence())
         finally:
-            self.mode, self.S[st.S_AC] = mode, ac
-        self.S[st.S_POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
-        self.S[st.S_REG_LO] = self.S[st.S_REG_HI] = 0  # poisoned memory: no fast path
+            self.mode, self.S[st.SC.AC] = mode, ac
+        self.S[st.SC.POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
+        self.S[st.SC.REG_LO] = self.S[st.SC.REG_HI] = 0  # poisoned memory: no fast path
 
     def transient_lines(self):
         """Lines brought into the caches from memory by transient (mispredicted) loads and
@@ -356,17 +356,17 @@ class Machine:
         cdir = self.layout.view(self.S, "chunk_dir")
         pages = {}
         for i, name in enumerate(self.region_names):
-            if reg[i, mm.RG_PERSIST] == mm.P_NONE:
+            if reg[i, mm.RG.PERSIST] == mm.P_NONE:
                 continue
-            base, d0 = int(reg[i, mm.RG_BASE]), int(reg[i, mm.RG_DIR])
-            n_dir = (int(reg[i, mm.RG_END]) - base + (1 << mm.CHUNK_SHIFT) - 1) >> mm.CHUNK_SHIFT
+            base, d0 = int(reg[i, mm.RG.BASE]), int(reg[i, mm.RG.DIR])
+            n_dir = (int(reg[i, mm.RG.END]) - base + (1 << mm.CHUNK_SHIFT) - 1) >> mm.CHUNK_SHIFT
             for k in np.flatnonzero(cdir[d0:d0 + n_dir] >= 0):
                 row = self.pt[cdir[d0 + k], mm.DURABLE0:mm.DURABLE0 + mm.CHUNK_PAGES]
                 for p in np.flatnonzero(row >= 0):
                     addr = base + (int(k) << mm.CHUNK_SHIFT) + (int(p) << mm.PAGE_SHIFT)
                     pages[addr] = self.frames[row[p]].tobytes()
         return CrashImage(pages, {n: r for n, r in self.regions.items()
-                                  if reg[self.region_names.index(n), mm.RG_PERSIST] != mm.P_NONE})
+                                  if reg[self.region_names.index(n), mm.RG.PERSIST] != mm.P_NONE})
 
     # ------------------------------------------------------------------ statistics
     def reset_stats(self):

@@ -1,26 +1,24 @@
 """Set-associative cache levels, as sections of the state buffer S (memmodel.layout).
 
 All levels share flat per-block sections (tags, repl, ready, flags): level l's blocks start
-at lv[l, LV_BASE], set s at LV_BASE + s*ways. Compiled phases are small functions: lookup,
+at lv[l, LV.BASE], set s at LV.BASE + s*ways. Compiled phases are small functions: lookup,
 touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
 from memmodel.jit import as_float, host_prefetch, inlined, ix
-from memmodel.layout import H_CCNT, H_FLAGS, H_READY, H_REPL, H_TAGS, L1_MEMO_AT, LV_AT
+from memmodel.layout import L1_MEMO_AT, LV, LV_AT, LV_ROWS, MEMO, MH, fields
 from memmodel.policies import POLICY_IDS, fifo, lru, plru
 from memmodel.policies import random as rnd
 
 P_LRU, P_PLRU, P_FIFO, P_RANDOM = range(4)
 assert POLICY_IDS == ("lru", "plru", "fifo", "random")
 
-# lv[level, field]
-(LV_SETS, LV_MASK, LV_WAYS, LV_BASE, LV_HIT, LV_POLICY, LV_RNG, LV_STAMP, LV_EMPTY,
- LV_INV) = range(10)
-N_LV = 10
-# Derived columns, last: LV_EMPTY, how many of the level's blocks are invalid, derived from
+# lv[level, field]: memmodel.layout.LV
+N_LV = len(LV)
+# Derived columns, last: LV.EMPTY, how many of the level's blocks are invalid, derived from
 # the tags (a victim choice scans the set for an invalid way only while there are any: once
-# a level is full, that scan would find none); LV_INV, the bits of the float64 1/sets (a set
+# a level is full, that scan would find none); LV.INV, the bits of the float64 1/sets (a set
 # index without a 64-bit division, set_index).
 
 # flags[block] bits
@@ -29,32 +27,31 @@ F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memor
 F_PEER = 8   # (last level only) modified in another core's cache since: a PEER_WRITE
 F_SHARED = 16   # another core has read the line since this one last wrote it: PEER_READ
 
-# ccnt[level, counter]
-C_LOAD_HIT, C_LOAD_MISS, C_STORE_HIT, C_STORE_MISS = 0, 1, 2, 3
-C_WB_IN_HIT, C_WB_IN_MISS = 4, 5      # dirty victims arriving from the level above
-C_FILL, C_EVICT, C_WRITEBACK = 6, 7, 8  # WRITEBACK: dirty evictions sent down
-C_PF_FILL, C_PF_USEFUL, C_INVAL = 9, 10, 11
-C_PEER = 12   # accesses that found the line modified in another core: cache-to-cache
-C_UPGRADE = 13   # stores that found the line shared with another core: its copy invalidated
-COUNTER_NAMES = ("load_hits", "load_misses", "store_hits", "store_misses",
-                 "writeback_in_hits", "writeback_in_misses", "fills", "evictions",
-                 "dirty_writebacks", "prefetch_fills", "prefetch_useful", "invalidations",
-                 "peer_transfers", "peer_upgrades")
-N_COUNTERS = len(COUNTER_NAMES)
+# ccnt[level, counter]; stats() names them in lower case. WRITEBACK_IN_*: dirty victims
+# arriving from the level above; DIRTY_WRITEBACKS: dirty evictions sent down;
+# PEER_TRANSFERS: accesses that found the line modified in another core (cache-to-cache);
+# PEER_UPGRADES: stores that found it shared with another core (its copy invalidated).
+CC = fields("CC", "LOAD_HITS LOAD_MISSES STORE_HITS STORE_MISSES WRITEBACK_IN_HITS "
+            "WRITEBACK_IN_MISSES FILLS EVICTIONS DIRTY_WRITEBACKS PREFETCH_FILLS PREFETCH_USEFUL "
+            "INVALIDATIONS PEER_TRANSFERS PEER_UPGRADES")
+COUNTER_NAMES = tuple(c.name.lower() for c in CC)
+N_COUNTERS = len(CC)
 
 INVALID = -1
 
 # l1_memo: the L1 block found last, a derived cache (not model state): valid while that
 # block still holds the line, which l1_find checks, so nothing else has to update it
-MEMO_LINE, MEMO_SET, MEMO_BLOCK = range(3)
-# What a state hash leaves out: derived sections, and the derived columns of lv (LV_EMPTY
+# (memmodel.layout.MEMO)
+# What a state hash leaves out: derived sections, and the derived columns of lv (LV.EMPTY
 # on), which the tags determine.
 DERIVED_SECTIONS = ("l1_memo",)
-DERIVED_COLUMNS = {"lv": LV_EMPTY}
+DERIVED_COLUMNS = {"lv": LV.EMPTY}
 
 
 def add_sections(layout, levels):
     """Declare the cache sections for `levels` (dicts with size_bytes, ways, ...)."""
+    if len(levels) > LV_ROWS:
+        raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
     layout.add("l1_memo", 3)
     layout.add("lv", (len(levels), N_LV))
@@ -68,29 +65,29 @@ def init_sections(layout, S, levels, seed=0):
     base = 0
     for i, lvl in enumerate(levels):
         sets = lvl["size_bytes"] // (64 * lvl["ways"])
-        lv[i, LV_SETS] = sets
-        lv[i, LV_MASK] = sets - 1 if sets & (sets - 1) == 0 else -1
-        lv[i, LV_WAYS] = lvl["ways"]
-        lv[i, LV_BASE] = base
-        lv[i, LV_HIT] = lvl["hit_cycles"]
-        lv[i, LV_POLICY] = POLICY_IDS.index(lvl["policy"])
+        lv[i, LV.SETS] = sets
+        lv[i, LV.MASK] = sets - 1 if sets & (sets - 1) == 0 else -1
+        lv[i, LV.WAYS] = lvl["ways"]
+        lv[i, LV.BASE] = base
+        lv[i, LV.HIT] = lvl["hit_cycles"]
+        lv[i, LV.POLICY] = POLICY_IDS.index(lvl["policy"])
         # xorshift must not start at 0; distinct per level, fixed by the seed
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
-        lv[i, LV_RNG] = np.uint64(x).view(np.int64)
-        lv[i, LV_EMPTY] = sets * lvl["ways"]
-        lv[i, LV_INV] = np.float64(1.0 / sets).view(np.int64)
+        lv[i, LV.RNG] = np.uint64(x).view(np.int64)
+        lv[i, LV.EMPTY] = sets * lvl["ways"]
+        lv[i, LV.INV] = np.float64(1.0 / sets).view(np.int64)
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
 
 
 @inlined
 def hit_cycles(S, lvl):
-    return S[ix(LV_AT + lvl * N_LV + LV_HIT)]
+    return S[ix(LV_AT + lvl * N_LV + LV.HIT)]
 
 
 @inlined
 def count(S, lvl, counter, n):
-    S[ix(S[H_CCNT] + lvl * N_COUNTERS + counter)] += n
+    S[ix(S[MH.CCNT] + lvl * N_COUNTERS + counter)] += n
 
 
 @inlined
@@ -113,9 +110,9 @@ def set_index(line, sets, inv_bits):
 def set_start(S, lvl, line):
     """Block index of the first way of `line`'s set at `lvl`."""
     o = LV_AT + lvl * N_LV
-    m = S[ix(o + LV_MASK)]
-    s = (line & m) if m >= 0 else set_index(line, S[ix(o + LV_SETS)], S[ix(o + LV_INV)])
-    return S[ix(o + LV_BASE)] + s * S[ix(o + LV_WAYS)]
+    m = S[ix(o + LV.MASK)]
+    s = (line & m) if m >= 0 else set_index(line, S[ix(o + LV.SETS)], S[ix(o + LV.INV)])
+    return S[ix(o + LV.BASE)] + s * S[ix(o + LV.WAYS)]
 
 
 @inlined
@@ -139,7 +136,7 @@ def _first_way(S, t, ways, x):
 @inlined
 def find(S, lvl, i0, line):
     """Block index holding `line` in the set whose first way is block `i0`, or -1."""
-    w = _first_way(S, S[H_TAGS] + i0, S[ix(LV_AT + lvl * N_LV + LV_WAYS)], line)
+    w = _first_way(S, S[MH.TAGS] + i0, S[ix(LV_AT + lvl * N_LV + LV.WAYS)], line)
     return i0 + w if w >= 0 else -1
 
 
@@ -151,18 +148,18 @@ def lookup(S, lvl, line):
 
 @inlined
 def remember_l1(S, line, i0, b):
-    S[L1_MEMO_AT + MEMO_LINE] = line
-    S[L1_MEMO_AT + MEMO_SET] = i0
-    S[L1_MEMO_AT + MEMO_BLOCK] = b
+    S[L1_MEMO_AT + MEMO.LINE] = line
+    S[L1_MEMO_AT + MEMO.SET] = i0
+    S[L1_MEMO_AT + MEMO.BLOCK] = b
 
 
 @inlined
 def l1_find(S, line):
     """(first block of `line`'s L1 set, block holding it or -1). Consecutive accesses to
     one line (sequential 8-byte loads: 8 a line) skip the set index and the way scan."""
-    b = S[L1_MEMO_AT + MEMO_BLOCK]
-    if S[L1_MEMO_AT + MEMO_LINE] == line and S[ix(S[H_TAGS] + b)] == line:
-        return S[L1_MEMO_AT + MEMO_SET], b
+    b = S[L1_MEMO_AT + MEMO.BLOCK]
+    if S[L1_MEMO_AT + MEMO.LINE] == line and S[ix(S[MH.TAGS] + b)] == line:
+        return S[L1_MEMO_AT + MEMO.SET], b
     i0 = set_start(S, 0, line)
     b = find(S, 0, i0, line)
     if b >= 0:
@@ -182,8 +179,8 @@ def prefetch_blocks(S, lvl, i0):
     """Host-cache hint only: start loading the state (tags, repl, flags, ready of every way)
     of the set at `lvl` whose first way is block i0, so that a later lookup/fill does not
     wait for it, or waits for its arrays at once rather than one after the other."""
-    ways = S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
-    t, r, f, d = S[H_TAGS] + i0, S[H_REPL] + i0, S[H_FLAGS] + i0, S[H_READY] + i0
+    ways = S[ix(LV_AT + lvl * N_LV + LV.WAYS)]
+    t, r, f, d = S[MH.TAGS] + i0, S[MH.REPL] + i0, S[MH.FLAGS] + i0, S[MH.READY] + i0
     for w in range(0, ways + 7, 8):   # one loop for the four arrays: this runs for most ops
         k = min(w, ways - 1)
         host_prefetch(S, t + k)
@@ -202,36 +199,36 @@ def prefetch_set(S, lvl, line):
 def prefetch_tags(S, lvl, line):
     """Host-cache hint for the tags of `line`'s set at `lvl`: all that a lookup which
     misses reads (a bulk op's lines, not cached, evicted or flushed, miss at the LLC)."""
-    _prefetch_ways(S, S[H_TAGS] + set_start(S, lvl, line), S[ix(LV_AT + lvl * N_LV + LV_WAYS)])
+    _prefetch_ways(S, S[MH.TAGS] + set_start(S, lvl, line), S[ix(LV_AT + lvl * N_LV + LV.WAYS)])
 
 
 @inlined
 def ready(S, b):
-    return S[ix(S[H_READY] + b)]
+    return S[ix(S[MH.READY] + b)]
 
 
 @inlined
 def flags(S, b):
-    return S[ix(S[H_FLAGS] + b)]
+    return S[ix(S[MH.FLAGS] + b)]
 
 
 @inlined
 def set_flags(S, b, f):
-    S[ix(S[H_FLAGS] + b)] = f
+    S[ix(S[MH.FLAGS] + b)] = f
 
 
 @inlined
 def touch(S, lvl, i0, b):
     """Replacement update for a hit on block `b` of the set starting at block `i0`."""
     o = LV_AT + lvl * N_LV
-    S[ix(o + LV_STAMP)] += 1
-    on_hit(S, lvl, i0, b, S[ix(o + LV_STAMP)])
+    S[ix(o + LV.STAMP)] += 1
+    on_hit(S, lvl, i0, b, S[ix(o + LV.STAMP)])
 
 
 @inlined
 def on_hit(S, lvl, i0, b, stamp):
     """touch() with the level's use stamp already advanced to `stamp`."""
-    policy_hit(S, policy(S, lvl), S[H_REPL] + i0, ways(S, lvl), b - i0, stamp)
+    policy_hit(S, policy(S, lvl), S[MH.REPL] + i0, ways(S, lvl), b - i0, stamp)
 
 
 @inlined
@@ -251,31 +248,31 @@ def policy_hit(S, p, r0, ways, way, stamp):
 
 @inlined
 def policy(S, lvl):
-    return S[ix(LV_AT + lvl * N_LV + LV_POLICY)]
+    return S[ix(LV_AT + lvl * N_LV + LV.POLICY)]
 
 
 @inlined
 def ways(S, lvl):
-    return S[ix(LV_AT + lvl * N_LV + LV_WAYS)]
+    return S[ix(LV_AT + lvl * N_LV + LV.WAYS)]
 
 
 @inlined
 def _victim_way(S, lvl, i0):
     o = LV_AT + lvl * N_LV
-    ways = S[ix(o + LV_WAYS)]
-    if S[ix(o + LV_EMPTY)] > 0:
-        w = _first_way(S, S[H_TAGS] + i0, ways, INVALID)
+    ways = S[ix(o + LV.WAYS)]
+    if S[ix(o + LV.EMPTY)] > 0:
+        w = _first_way(S, S[MH.TAGS] + i0, ways, INVALID)
         if w >= 0:
             return w
-    p = S[ix(o + LV_POLICY)]
-    r0 = S[H_REPL] + i0
+    p = S[ix(o + LV.POLICY)]
+    r0 = S[MH.REPL] + i0
     if p == P_LRU:
-        return lru.victim(S, r0, ways, o + LV_RNG)
+        return lru.victim(S, r0, ways, o + LV.RNG)
     if p == P_PLRU:
-        return plru.victim(S, r0, ways, o + LV_RNG)
+        return plru.victim(S, r0, ways, o + LV.RNG)
     if p == P_FIFO:
-        return fifo.victim(S, r0, ways, o + LV_RNG)
-    return rnd.victim(S, r0, ways, o + LV_RNG)
+        return fifo.victim(S, r0, ways, o + LV.RNG)
+    return rnd.victim(S, r0, ways, o + LV.RNG)
 
 
 @inlined
@@ -285,22 +282,22 @@ def fill(S, lvl, i0, line, at, flg):
     INVALID, whether it was dirty)."""
     way = _victim_way(S, lvl, i0)
     b = i0 + way
-    old = S[ix(S[H_TAGS] + b)]
-    old_dirty = S[ix(S[H_FLAGS] + b)] & F_DIRTY
+    old = S[ix(S[MH.TAGS] + b)]
+    old_dirty = S[ix(S[MH.FLAGS] + b)] & F_DIRTY
     if old != INVALID:
-        count(S, lvl, C_EVICT, 1)
+        count(S, lvl, CC.EVICTIONS, 1)
         if old_dirty:
-            count(S, lvl, C_WRITEBACK, 1)
+            count(S, lvl, CC.DIRTY_WRITEBACKS, 1)
     else:
-        S[ix(LV_AT + lvl * N_LV + LV_EMPTY)] -= 1
-    S[ix(S[H_TAGS] + b)] = line
-    S[ix(S[H_FLAGS] + b)] = flg
-    S[ix(S[H_READY] + b)] = at
-    count(S, lvl, C_FILL, 1)
+        S[ix(LV_AT + lvl * N_LV + LV.EMPTY)] -= 1
+    S[ix(S[MH.TAGS] + b)] = line
+    S[ix(S[MH.FLAGS] + b)] = flg
+    S[ix(S[MH.READY] + b)] = at
+    count(S, lvl, CC.FILLS, 1)
     o = LV_AT + lvl * N_LV
-    S[ix(o + LV_STAMP)] += 1
-    r0 = S[H_REPL] + i0
-    ways, p, stamp = S[ix(o + LV_WAYS)], S[ix(o + LV_POLICY)], S[ix(o + LV_STAMP)]
+    S[ix(o + LV.STAMP)] += 1
+    r0 = S[MH.REPL] + i0
+    ways, p, stamp = S[ix(o + LV.WAYS)], S[ix(o + LV.POLICY)], S[ix(o + LV.STAMP)]
     if p == P_LRU:
         lru.on_fill(S, r0, ways, way, stamp)
     elif p == P_PLRU:
@@ -315,19 +312,19 @@ def fill(S, lvl, i0, line, at, flg):
 @inlined
 def invalidate(S, lvl, b):
     """Drop block `b`; returns whether it was dirty."""
-    was_dirty = S[ix(S[H_FLAGS] + b)] & F_DIRTY
-    if S[ix(S[H_TAGS] + b)] != INVALID:
-        S[ix(LV_AT + lvl * N_LV + LV_EMPTY)] += 1
-    S[ix(S[H_TAGS] + b)] = INVALID
-    S[ix(S[H_FLAGS] + b)] = 0
-    count(S, lvl, C_INVAL, 1)
+    was_dirty = S[ix(S[MH.FLAGS] + b)] & F_DIRTY
+    if S[ix(S[MH.TAGS] + b)] != INVALID:
+        S[ix(LV_AT + lvl * N_LV + LV.EMPTY)] += 1
+    S[ix(S[MH.TAGS] + b)] = INVALID
+    S[ix(S[MH.FLAGS] + b)] = 0
+    count(S, lvl, CC.INVALIDATIONS, 1)
     return was_dirty
 
 
 def contents(layout, S, lvl):
     """Python view for tests and reports: list of sets, each a sorted list of lines."""
     lv = layout.view(S, "lv")[lvl]
-    n_sets, ways, b = int(lv[LV_SETS]), int(lv[LV_WAYS]), int(lv[LV_BASE])
+    n_sets, ways, b = int(lv[LV.SETS]), int(lv[LV.WAYS]), int(lv[LV.BASE])
     tags = layout.view(S, "tags")[b:b + n_sets * ways].reshape(n_sets, ways)
     return [sorted(int(t) for t in row if t != INVALID) for row in tags]
 
@@ -335,7 +332,7 @@ def contents(layout, S, lvl):
 def lines_with_flag(layout, S, lvl, flag):
     """Sorted list of the lines held at `lvl` with `flag` (F_DIRTY, F_TRANSIENT) set."""
     lv = layout.view(S, "lv")[lvl]
-    b, n = int(lv[LV_BASE]), int(lv[LV_SETS] * lv[LV_WAYS])
+    b, n = int(lv[LV.BASE]), int(lv[LV.SETS] * lv[LV.WAYS])
     tags = layout.view(S, "tags")[b:b + n]
     fl = layout.view(S, "flags")[b:b + n]
     return sorted(int(t) for t, f in zip(tags, fl) if t != INVALID and f & flag)

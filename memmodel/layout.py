@@ -1,72 +1,102 @@
-"""Machine state as one int64 struct-of-arrays buffer.
+"""Machine state as one int64 buffer S, in named sections declared by the modules that own them.
 
 Every int64 field array (cache tags, replacement state, queues, counters, parameters) is a
-section of one flat buffer `S`; S[H_x] holds section x's offset. Compiled functions take
-(S, pt, frames) instead of dozens of arrays: numba copies every array struct passed to a
-call that it does not inline, and with ~50 arrays that copy cost more than the work.
-Python code reads sections as named, shaped numpy views (`Layout.view`).
+section of one flat buffer S: compiled functions take (S, pt, frames) instead of dozens of
+arrays, because numba copies every array struct passed to a call it does not inline, and
+with ~50 arrays that copy cost more than the work. Python reads sections as named, shaped
+numpy views (Layout.view).
+
+A package's sections form a Block: one header slot per section of variable size (S[slot]
+holds the section's offset), then its fixed-size sections at fixed offsets; both are
+compile-time constants in compiled code. memmodel's block (MM below) comes first, emu's
+starts at MM.end and is declared by emu: neither package names the other's sections. The
+variable sections follow the last block, in the order of the blocks' slots.
+
+The fields of a row are an IntEnum (`fields`): its len() is the row's width, so no count or
+stride is typed twice; numba folds the members to constant offsets.
 """
+from enum import IntEnum
+
 import numpy as np
 
-# Header: one slot per section; each holds the section's offset in S.
-_SECTIONS = (
-    # fixed size, first (FIXED_SIZES), so that their offsets are compile-time constants
-    "tp", "sc", "l1_memo",
-    # memmodel.cache's level table: the first section of variable size, at a fixed offset too
-    "lv",
-    # emu core
-    "rob_seq", "rob_done", "sb", "lfb", "wc", "stream", "site_ctr", "region_ctr",
-    # memmodel.cache
-    "tags", "repl", "ready", "flags", "ccnt",
-    # memmodel.media
-    "mp", "mcnt", "chan", "mglob",
-    # memmodel.memory
-    "reg", "chunk_dir", "alloc",
-    # emu core: the way to the persistence domain
-    "pq", "pend",
-)
-(H_TP, H_SC, H_L1_MEMO, H_LV, H_ROB_SEQ, H_ROB_DONE, H_SB, H_LFB, H_WC, H_STREAM, H_SITE_CTR,
- H_REGION_CTR, H_TAGS, H_REPL, H_READY, H_FLAGS, H_CCNT, H_MP, H_MCNT, H_CHAN, H_MGLOB, H_REG,
- H_CHUNK_DIR, H_ALLOC, H_PQ, H_PEND) = range(len(_SECTIONS))
-N_HEADER = len(_SECTIONS)
 
-# Sizes of the first sections (emu.state's tp and sc fields, memmodel.cache's L1 memo);
-# Layout.add refuses another size for them. Compiled code reads S[L1_MEMO_AT + ...] and
-# S[LV_AT + ...] directly instead of first loading the section's offset from the header.
-FIXED_SIZES = {"tp": 33, "sc": 34, "l1_memo": 3}
-L1_MEMO_AT = N_HEADER + FIXED_SIZES["tp"] + FIXED_SIZES["sc"]
-LV_AT = L1_MEMO_AT + FIXED_SIZES["l1_memo"]
+def fields(name, names, start=0):
+    """The IntEnum of the fields `names` (space-separated) of a row, numbered from `start`."""
+    return IntEnum(name, names, start=start)
+
+
+class Block:
+    """`header`: an IntEnum whose members name the block's variable sections (lower case) and
+    are their header slots; `fixed`: (name, words) of its fixed sections, placed after it."""
+
+    def __init__(self, header, fixed):
+        self.slots = {m.name.lower(): int(m) for m in header}
+        pos = int(max(header)) + 1
+        self.fixed = {}
+        for name, words in fixed:
+            self.fixed[name] = (pos, words)
+            pos += words
+        self.end = pos
+
+    def at(self, name):
+        return self.fixed[name][0]
+
+
+# memmodel's fixed sections, read on every access at constant offsets (memmodel.cache):
+# the level table, a row per cache level, and the L1 block found last (a derived cache).
+LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY RNG STAMP EMPTY INV")
+MEMO = fields("MEMO", "LINE SET BLOCK")
+LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
+
+# memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media
+# parameters, counters, channels and globals (memmodel.media), regions, the chunk
+# directory and the allocation counts (memmodel.memory; chunk_dir must follow reg), and
+# the stream prefetcher's table (memmodel.prefetch.stream).
+MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM")
+MM = Block(MH, (("l1_memo", len(MEMO)), ("lv", LV_ROWS * len(LV))))
+L1_MEMO_AT = MM.at("l1_memo")
+LV_AT = MM.at("lv")
 
 
 class Layout:
-    """Named sections of S; `build()` allocates S and writes the header."""
+    """Named sections of S over `blocks` (memmodel's, then emu's); `build()` allocates S and
+    writes the header."""
 
-    def __init__(self):
+    def __init__(self, *blocks):
+        self.blocks = blocks
         self.shapes = {}
 
+    def _block_of(self, name):
+        for b in self.blocks:
+            if name in b.slots or name in b.fixed:
+                return b
+        raise KeyError(f"unknown state section {name!r}")
+
     def add(self, name, shape):
-        if name not in _SECTIONS:
-            raise KeyError(f"unknown state section {name!r}")
-        if name in FIXED_SIZES and np.prod(shape) != FIXED_SIZES[name]:
-            raise ValueError(f"state section {name!r} must have {FIXED_SIZES[name]} fields")
-        self.shapes[name] = tuple(int(x) for x in np.atleast_1d(shape))
+        b = self._block_of(name)
+        shape = tuple(int(x) for x in np.atleast_1d(shape))
+        if name in b.fixed and int(np.prod(shape)) > b.fixed[name][1]:
+            raise ValueError(f"state section {name!r} holds at most {b.fixed[name][1]} fields")
+        self.shapes[name] = shape
 
     def build(self):
-        offsets, pos = {}, N_HEADER
-        for name in _SECTIONS:
-            shape = self.shapes.get(name, (0,))
-            offsets[name] = pos
-            pos += int(np.prod(shape))
-        if offsets["lv"] != LV_AT:
-            raise ValueError(f"sections {sorted(FIXED_SIZES)} must all be declared")
+        offsets = {}
+        pos = self.blocks[-1].end
+        for b in self.blocks:
+            for name, (at, _) in b.fixed.items():
+                offsets[name] = at
+            for name in b.slots:
+                offsets[name] = pos
+                pos += int(np.prod(self.shapes.get(name, (0,))))
         S = np.zeros(pos, dtype=np.int64)
-        for i, name in enumerate(_SECTIONS):
-            S[i] = offsets[name]
+        for b in self.blocks:
+            for name, slot in b.slots.items():
+                S[slot] = offsets[name]
         self.offsets = offsets
         return S
 
     def view(self, S, name):
-        off = int(S[_SECTIONS.index(name)])
+        off = self.offsets[name]
         shape = self.shapes.get(name, (0,))
         return S[off:off + int(np.prod(shape))].reshape(shape)
 

@@ -12,7 +12,7 @@ the core stops before the op that needs them, the facade grows `pt`/`frames` and
 import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import H_ALLOC, H_CHUNK_DIR, H_REG
+from memmodel.layout import MH, fields
 
 PAGE_BYTES = 4096
 PAGE_SHIFT = 12
@@ -26,13 +26,13 @@ NOT_MAPPED = -1
 # are on their way to the persistence domain (64 bytes each, see emu.core _persist_queue).
 SNAPSHOTS = 1024
 RESERVED_FRAMES = SNAPSHOTS * 64 // PAGE_BYTES
-P_NONE, P_ADR, P_EADR = 0, 1, 2  # reg[r, RG_PERSIST]
+P_NONE, P_ADR, P_EADR = 0, 1, 2  # reg[r, RG.PERSIST]
 
 # reg[region, field], regions sorted by base
-RG_BASE, RG_END, RG_MEDIA, RG_NODE, RG_USER, RG_DIR, RG_PERSIST = range(7)
-N_RG = 7
-# alloc[]
-A_CHUNKS, A_FRAMES = 0, 1
+RG = fields("RG", "BASE END MEDIA NODE USER DIR PERSIST")
+N_RG = len(RG)
+# alloc[]: chunks and frames handed out so far
+ALLOC = fields("ALLOC", "CHUNKS FRAMES")
 
 
 def _dir_entries(r):
@@ -42,7 +42,7 @@ def _dir_entries(r):
 def add_sections(layout, regions):
     layout.add("reg", (len(regions), N_RG))
     layout.add("chunk_dir", sum(_dir_entries(r) for r in regions))
-    layout.add("alloc", 2)
+    layout.add("alloc", len(ALLOC))
 
 
 def init_sections(layout, S, regions, media_ids, persistence):
@@ -56,7 +56,7 @@ def init_sections(layout, S, regions, media_ids, persistence):
                   ("none", "adr", "eadr").index(persistence[r["media"]]))
         d += _dir_entries(r)
     layout.view(S, "chunk_dir")[:] = NOT_MAPPED
-    layout.view(S, "alloc")[A_FRAMES] = RESERVED_FRAMES
+    layout.view(S, "alloc")[ALLOC.FRAMES] = RESERVED_FRAMES
     return _pt_rows(4), np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
 
 
@@ -69,7 +69,7 @@ def _pt_rows(n):
 
 def grow(S, pt, frames, chunks_needed, frames_needed):
     """(pt, frames) with room for that many more chunks and frames (amortised doubling)."""
-    used_c, used_f = int(S[S[H_ALLOC] + A_CHUNKS]), int(S[S[H_ALLOC] + A_FRAMES])
+    used_c, used_f = int(S[S[MH.ALLOC] + ALLOC.CHUNKS]), int(S[S[MH.ALLOC] + ALLOC.FRAMES])
     if used_c + chunks_needed > len(pt):
         new = _pt_rows(max(used_c + chunks_needed, 2 * len(pt)))
         new[:len(pt)] = pt
@@ -83,33 +83,33 @@ def grow(S, pt, frames, chunks_needed, frames_needed):
 
 @inlined
 def reg(S, r, field):
-    return S[ix(S[H_REG] + r * N_RG + field)]
+    return S[ix(S[MH.REG] + r * N_RG + field)]
 
 
 @inlined
 def allocated(S, field):
-    """Chunks (A_CHUNKS) or frames (A_FRAMES) handed out so far."""
-    return S[ix(S[H_ALLOC] + field)]
+    """Chunks (ALLOC.CHUNKS) or frames (ALLOC.FRAMES) handed out so far."""
+    return S[ix(S[MH.ALLOC] + field)]
 
 
 @inlined
 def n_regions(S):
-    return (S[H_CHUNK_DIR] - S[H_REG]) // N_RG
+    return (S[MH.CHUNK_DIR] - S[MH.REG]) // N_RG
 
 
 @inlined
 def find_region(S, addr):
     """Index of the region holding `addr`, or -1 (binary search over sorted bases)."""
-    o = S[H_REG]
+    o = S[MH.REG]
     lo, hi = 0, n_regions(S)
     while lo < hi:
         mid = (lo + hi) >> 1
-        if S[ix(o + mid * N_RG + RG_BASE)] <= addr:
+        if S[ix(o + mid * N_RG + RG.BASE)] <= addr:
             lo = mid + 1
         else:
             hi = mid
     r = lo - 1
-    if r >= 0 and addr < S[ix(o + r * N_RG + RG_END)]:
+    if r >= 0 and addr < S[ix(o + r * N_RG + RG.END)]:
         return r
     return -1
 
@@ -118,8 +118,8 @@ def find_region(S, addr):
 def _chunk_slot(S, addr):
     """Offset in S of the directory entry for `addr`'s 2 MiB chunk (addr must be mapped)."""
     r = find_region(S, addr)
-    o = S[H_REG] + r * N_RG
-    return S[H_CHUNK_DIR] + S[ix(o + RG_DIR)] + ((addr - S[ix(o + RG_BASE)]) >> CHUNK_SHIFT)
+    o = S[MH.REG] + r * N_RG
+    return S[MH.CHUNK_DIR] + S[ix(o + RG.DIR)] + ((addr - S[ix(o + RG.BASE)]) >> CHUNK_SHIFT)
 
 
 @inlined
@@ -159,7 +159,7 @@ def unmapped_in(S, start, end):
         r = find_region(S, pos)
         if r < 0:
             return pos
-        pos = S[ix(S[H_REG] + r * N_RG + RG_END)]
+        pos = S[ix(S[MH.REG] + r * N_RG + RG.END)]
     return -1
 
 
@@ -172,7 +172,7 @@ def durable_frame_of(S, pt, addr):
 @inlined
 def persistence(S, addr):
     """P_NONE, P_ADR or P_EADR for the region holding mapped `addr`."""
-    return S[ix(S[H_REG] + find_region(S, addr) * N_RG + RG_PERSIST)]
+    return S[ix(S[MH.REG] + find_region(S, addr) * N_RG + RG.PERSIST)]
 
 
 @compiled
@@ -200,20 +200,20 @@ def map_pages(S, pt, start, end):
     """Give every page of [start, end) a zeroed frame; `pt` and frames must have room."""
     if end <= start:
         return
-    a = S[H_ALLOC]
+    a = S[MH.ALLOC]
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
         if S[ix(slot)] < 0:
-            S[ix(slot)] = S[ix(a + A_CHUNKS)]
-            S[ix(a + A_CHUNKS)] += 1
+            S[ix(slot)] = S[ix(a + ALLOC.CHUNKS)]
+            S[ix(a + ALLOC.CHUNKS)] += 1
         d = S[ix(slot)]
         pi = page & (CHUNK_PAGES - 1)
         if pt[d, pi] < 0:
-            pt[d, pi] = S[ix(a + A_FRAMES)]
-            S[ix(a + A_FRAMES)] += 1
+            pt[d, pi] = S[ix(a + ALLOC.FRAMES)]
+            S[ix(a + ALLOC.FRAMES)] += 1
             if persistence(S, page << PAGE_SHIFT) != P_NONE:
-                pt[d, DURABLE0 + pi] = S[ix(a + A_FRAMES)]
-                S[ix(a + A_FRAMES)] += 1
+                pt[d, DURABLE0 + pi] = S[ix(a + ALLOC.FRAMES)]
+                S[ix(a + ALLOC.FRAMES)] += 1
 
 
 @compiled

@@ -34,10 +34,10 @@ def edit(path, old, new):
 
 
 @pytest.mark.parametrize("path, old, new", [
-    ("emu/state.py", '_S_FIELDS = ("now", "uop_frac"', '_S_FIELDS = ("uop_frac", "now"'),
+    ("emu/state.py", '_SC = ("NOW UOP_FRAC', '_SC = ("UOP_FRAC NOW'),
     ("isa/ops.py", "FLAG_EXTABLE = 2", "FLAG_EXTABLE = 128"),
     ("memmodel/policies/__init__.py", '"lru", "plru"', '"plru", "lru"'),
-    ("memmodel/layout.py", '"tp", "sc", "l1_memo"', '"sc", "tp", "l1_memo"'),
+    ("memmodel/layout.py", '"TAGS REPL READY', '"REPL TAGS READY'),
 ])
 def test_a_constant_the_core_freezes_changes_the_digest(tree, path, old, new):
     before = jit.digest(tree)

@@ -36,3 +36,19 @@ def test_imported_modules_sees_both_import_forms(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("import emu.studies.cli\nfrom emu import studies\n")
     assert "emu.studies.cli" in imported_modules(f) and "emu.studies" in imported_modules(f)
+
+
+def test_memmodel_imports_no_other_package_and_names_none_of_emus_sections():
+    """memmodel is the bottom floor: it imports only itself (and numpy/numba), and it does not
+    know the core's state sections by name (emu declares them in its own block)."""
+    from emu.state import EMU
+    emu_sections = set(EMU.slots) | set(EMU.fixed)
+    offenders = []
+    for path in (ROOT / "memmodel").rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        offenders += [f"{rel}: imports {m}" for m in imported_modules(path)
+                      if m and m.split(".")[0] in ("emu", "isa", "kernels")]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and node.value in emu_sections:
+                offenders.append(f"{rel}:{node.lineno}: names emu's section {node.value!r}")
+    assert offenders == []

@@ -6,51 +6,52 @@ lines ahead of the miss nor past the page. Pages are tracked in a small table re
 least recently used; the table size is the profile's prefetch.stream_entries.
 """
 from memmodel.jit import compiled, ix
-from memmodel.layout import H_STREAM
+from memmodel.layout import MH, fields
 
-PAGE, LAST, NEXT, STAMP = range(4)   # columns of a table row
-CLOCK, SIZE = 0, 1                   # row 0: the table's clock and its number of entries
+ROW = fields("ROW", "PAGE LAST NEXT STAMP")   # columns of a table row
+N_ROW = len(ROW)
+HEAD = fields("HEAD", "CLOCK SIZE")           # row 0: the table's clock and its entries
 
 
 def add_sections(layout, entries):
-    layout.add("stream", (entries + 1, 4))
+    layout.add("stream", (entries + 1, N_ROW))
 
 
 def init_sections(layout, S, entries):
     table = layout.view(S, "stream")
-    table[0, SIZE] = entries
-    table[1:, PAGE] = -1
+    table[0, HEAD.SIZE] = entries
+    table[1:, ROW.PAGE] = -1
 
 
 @compiled
 def train(S, line, distance, degree):
     page = line >> 6
-    st = S[H_STREAM]
-    S[ix(st + CLOCK)] += 1
+    st = S[MH.STREAM]
+    S[ix(st + HEAD.CLOCK)] += 1
     e = -1
     oldest = 1
-    for i in range(1, S[ix(st + SIZE)] + 1):
-        if S[ix(st + 4 * i + PAGE)] == page:
+    for i in range(1, S[ix(st + HEAD.SIZE)] + 1):
+        if S[ix(st + N_ROW * i + ROW.PAGE)] == page:
             e = i
             break
-        if S[ix(st + 4 * i + STAMP)] < S[ix(st + 4 * oldest + STAMP)]:
+        if S[ix(st + N_ROW * i + ROW.STAMP)] < S[ix(st + N_ROW * oldest + ROW.STAMP)]:
             oldest = i
     if e < 0:
-        o = st + 4 * oldest
-        S[ix(o + PAGE)] = page
-        S[ix(o + LAST)] = line
-        S[ix(o + NEXT)] = line + 1
-        S[ix(o + STAMP)] = S[ix(st + CLOCK)]
+        o = st + N_ROW * oldest
+        S[ix(o + ROW.PAGE)] = page
+        S[ix(o + ROW.LAST)] = line
+        S[ix(o + ROW.NEXT)] = line + 1
+        S[ix(o + ROW.STAMP)] = S[ix(st + HEAD.CLOCK)]
         return 0, 0
-    o = st + 4 * e
-    S[ix(o + STAMP)] = S[ix(st + CLOCK)]
-    last = S[ix(o + LAST)]
-    S[ix(o + LAST)] = line
+    o = st + N_ROW * e
+    S[ix(o + ROW.STAMP)] = S[ix(st + HEAD.CLOCK)]
+    last = S[ix(o + ROW.LAST)]
+    S[ix(o + ROW.LAST)] = line
     if line != last + 1 and line != last:
-        S[ix(o + NEXT)] = line + 1
+        S[ix(o + ROW.NEXT)] = line + 1
         return 0, 0
-    first = max(S[ix(o + NEXT)], line + 1)
+    first = max(S[ix(o + ROW.NEXT)], line + 1)
     limit = min(line + distance, ((page + 1) << 6) - 1)
     count = max(0, min(degree, limit - first + 1))
-    S[ix(o + NEXT)] = first + count
+    S[ix(o + ROW.NEXT)] = first + count
     return first, count
