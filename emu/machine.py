@@ -11,13 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emu import core as _core
+from emu import _core
+from emu import _pipeline
 from emu import state as st
 from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, N_COLS, Op
 from isa.program import EFAULT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
+from memmodel import _persist as persist
 from memmodel import memory as mm
+from memmodel import tables
+from memmodel._persist import PQ_ENTRIES
+from memmodel.layout import MS
 from memmodel.layout import Layout
 from memmodel.prefetch import stream
 from memmodel.profile import check_regions, load_profile
@@ -163,13 +168,15 @@ class Machine:
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
-        st.add_sections(self.layout, v, len(regions), n_sites=4)
+        st.add_sections(self.layout, v, n_sites=4)
+        tables.add_sections(self.layout, v, len(regions))
         cm.add_sections(self.layout, levels)
         md.add_sections(self.layout, media)
         mm.add_sections(self.layout, regions)
         stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
         self.S = self.layout.build()
-        st.init_sections(self.layout, self.S, v, functional, smap, node)
+        st.init_sections(self.S, v, smap)
+        tables.init_sections(self.layout, self.S, v, functional, node)
         cm.init_sections(self.layout, self.S, levels, seed)
         stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
@@ -259,7 +266,7 @@ class Machine:
                 self.pt, self.frames = mm.grow(self.S, self.pt, self.frames,
                                                int(self._out[2]), int(self._out[3]))
                 continue
-            _core.finish(self.S)
+            _pipeline.finish(self.S)
             site = self.site_names[int(self.S[st.SC.SITE])]
             name = Op(int(ops[i, COL_OP])).name
             addr = int(self._out[2])
@@ -275,9 +282,9 @@ class Machine:
                 raise MachineCheck("unrecoverable machine check", i, site, addr,
                                    f"{name} consumed poison outside a machine-check-safe copy")
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
-        if self.S[st.SC.PQ_COUNT] > st.PQ_ENTRIES:
+        if self.S[MS.PQ_COUNT] > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
-        end = int(_core.finish(self.S))
+        end = int(_pipeline.finish(self.S))
         if first:
             COMPILE_SECONDS["run"] = time.perf_counter() - t
         cycles = end - start_cycle
@@ -305,7 +312,7 @@ class Machine:
         self._make_present(addr, len(raw))
         mm.write_bytes(self.S, self.pt, self.frames, addr, raw, 0, len(raw))
         mm.persist_range(self.S, self.pt, self.frames, addr, addr + len(raw))
-        _core.supersede_range(self.S, addr, addr + len(raw))
+        persist.supersede_range(self.S, addr, addr + len(raw))
 
     def poison(self, addr, on=True):
         """Poison (on=False: heal) the 64-byte media line holding `addr`, as error injection
@@ -388,7 +395,7 @@ class Machine:
             d["misses"] = d["load_misses"] + d["store_misses"]
         media = {n: dict(zip(md.MEDIA_COUNTER_NAMES, map(int, view("mcnt")[i])))
                  for i, n in enumerate(self.media_names)}
-        regions = {n: dict(zip(st.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
+        regions = {n: dict(zip(mm.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
                    for i, n in enumerate(self.region_names)}
         sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, view("site_ctr")[i])))
                  for i, n in enumerate(self.site_names)}

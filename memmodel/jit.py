@@ -58,8 +58,9 @@ def _code_only(tree):
     """The module's AST without docstrings: what the compiled code can depend on."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                and isinstance(first.value.value, str):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree)
 
@@ -101,6 +102,10 @@ def digest(root=None):
     return h.hexdigest()
 
 
+def _path_hash(path):
+    return hashlib.sha1(str(path).encode()).hexdigest()
+
+
 def _cache_dirs(root):
     """Where numba keeps this checkout's cached objects."""
     if not config.CACHE_DIR:
@@ -109,7 +114,7 @@ def _cache_dirs(root):
     out = []
     for d in PACKAGES:
         for sub in [root / d, *(p for p in (root / d).rglob("*") if p.is_dir())]:
-            name = f"{sub.name}_{hashlib.sha1(str(sub).encode()).hexdigest()}"
+            name = f"{sub.name}_{_path_hash(sub)}"
             out.append(Path(config.CACHE_DIR) / name)
     return out
 
@@ -122,8 +127,10 @@ def drop_stale_cache(root=None):
     the code of those modules changes. Returns whether it dropped them."""
     root = Path(root or ROOT)
     d = digest(root)
-    marker = (Path(config.CACHE_DIR) / f"cacheline-emu-{hashlib.sha1(str(root).encode()).hexdigest()}.sha256"
-              if config.CACHE_DIR else root / "emu" / "__pycache__" / MARKER)
+    if config.CACHE_DIR:
+        marker = Path(config.CACHE_DIR) / f"cacheline-emu-{_path_hash(root)}.sha256"
+    else:
+        marker = root / "emu" / "__pycache__" / MARKER
     try:
         if marker.exists() and marker.read_text() == d:
             return False

@@ -50,12 +50,29 @@ LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 
 # memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media
 # parameters, counters, channels and globals (memmodel.media), regions, the chunk
-# directory and the allocation counts (memmodel.memory; chunk_dir must follow reg), and
-# the stream prefetcher's table (memmodel.prefetch.stream).
-MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM")
-MM = Block(MH, (("l1_memo", len(MEMO)), ("lv", LV_ROWS * len(LV))))
+# directory and the allocation counts (memmodel.memory; chunk_dir must follow reg), the
+# stream prefetcher's table (memmodel.prefetch.stream), the L1's line fill buffers
+# (memmodel._hierarchy), write-combining buffers (memmodel._wc), per-region counters
+# (memmodel._memside) and the way to the persistence domain (memmodel._persist).
+MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM LFB WC "
+            "REGION_CTR PQ PEND")
+# mt: the memory side's machine switches, set once from the profile (memmodel.tables):
+# cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
+# core's NUMA node, functional memory, the L1 and L2 prefetcher ids and the stream
+# prefetcher's reach, the numbers of line fill and write-combining buffers.
+_MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB WC"
+# ms: the memory side's scalars: the stamp of media and WC use, whether accesses are
+# transient, the persistence queue's count and the pending ring's head and count, when the
+# last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
+# write is accepted (MEM_END), and running totals of the events sites count.
+_MS = ("MEM_STAMP SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
+       "MEDIA_READS MEDIA_WRITES")
+MM = Block(MH, (("l1_memo", len(MEMO)), ("lv", LV_ROWS * len(LV)), ("mt", len(_MT.split())),
+                ("ms", len(_MS.split()))))
 L1_MEMO_AT = MM.at("l1_memo")
 LV_AT = MM.at("lv")
+MT = fields("MT", _MT, start=MM.at("mt"))
+MS = fields("MS", _MS, start=MM.at("ms"))
 
 
 class Layout:

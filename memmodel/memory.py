@@ -23,7 +23,7 @@ DURABLE0 = 2 * CHUNK_PAGES  # pt[chunk, DURABLE0 + page]: frame of the page's du
 PT_COLS = 3 * CHUNK_PAGES
 NOT_MAPPED = -1
 # Frames 0 .. RESERVED_FRAMES-1 are not pages: they hold the snapshots of write-backs that
-# are on their way to the persistence domain (64 bytes each, see emu.core _persist_queue).
+# are on their way to the persistence domain (64 bytes each, see memmodel._persist).
 SNAPSHOTS = 1024
 RESERVED_FRAMES = SNAPSHOTS * 64 // PAGE_BYTES
 P_NONE, P_ADR, P_EADR = 0, 1, 2  # reg[r, RG.PERSIST]
@@ -33,6 +33,10 @@ RG = fields("RG", "BASE END MEDIA NODE USER DIR PERSIST")
 N_RG = len(RG)
 # alloc[]: chunks and frames handed out so far
 ALLOC = fields("ALLOC", "CHUNKS FRAMES")
+# region_ctr[region, counter]; stats() names them in lower case
+RCTR = fields("RCTR", "LINE_READS LINE_WRITES")
+REGION_COUNTER_NAMES = tuple(c.name.lower() for c in RCTR)
+N_RCOUNT = len(RCTR)
 
 
 def _dir_entries(r):

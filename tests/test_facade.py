@@ -127,7 +127,6 @@ WARM = """
     import numpy as np
     from numba.core.registry import CPUDispatcher
     from emu import Machine, UnmappedAccess
-    from emu import core
     from emu.machine import _core_cached
     from isa import Program
     from isa.ops import FLAG_EXTABLE, FLAG_MCSAFE
@@ -141,7 +140,7 @@ WARM = """
     print("cached", _core_cached(m.S, m.pt, m.frames))
     print("seconds", Machine.warmup())
     warm = overloads()
-    print("run", warm[("emu.core", "run")], "finish", warm[("emu.core", "finish")])
+    print("run", warm[("emu._core", "run")], "finish", warm[("emu._pipeline", "finish")])
     regions = [dict(name="k", base=0, size_bytes=1 << 24, media="optane", node=0)]
     for m in (Machine("cascadelake-optane", regions=regions, functional=False),
               Machine("haswell-nvdimm-n")):

@@ -47,8 +47,8 @@ def test_a_constant_the_core_freezes_changes_the_digest(tree, path, old, new):
 
 @pytest.mark.parametrize("path, old, new", [
     ("emu/machine.py", "import time", "import time  # facade only"),
-    ("emu/core.py", '"""The compiled run loop', '"""The compiled run loop (edited)'),
-    ("emu/state.py", "# wc[buffer, field]", "# wc[buffer, field], edited"),
+    ("emu/_core.py", '"""The compiled run loop', '"""The compiled run loop (edited)'),
+    ("emu/state.py", "# site_ctr[site, counter]", "# site_ctr[site, counter], edited"),
 ])
 def test_docstrings_comments_and_the_facade_leave_the_digest(tree, path, old, new):
     before = jit.digest(tree)

@@ -19,7 +19,7 @@ How the two differ once there are stores (pycachesim 0.3.1 backend.c: `Cache__st
     (memmodel/cache.py `touch`). A store hit on a line that is not already the most
     recently used one of its set makes the two L1s diverge.
 (B) Likewise a dirty victim sent down (`store_to`) that hits the next level is not a use
-    in pycachesim; the emulator's write-back is (emu/core.py `_evicted`: `touch`).
+    in pycachesim; the emulator's write-back is (memmodel/_hierarchy.py `_evicted`: `touch`).
 (C) A dirty victim that misses the next level: pycachesim write-allocates, calling
     `Cache__load` on that level, which counts a LOAD and a MISS there and loads the line
     from the level below (a LOAD and a HIT or MISS there, possibly fills and evictions),

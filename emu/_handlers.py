@@ -1,0 +1,212 @@
+"""One handler per op family: loads and stores, flushes, fences and the bulk copies."""
+from emu import _pipeline as pl
+from emu._opcodes import (
+    CLFLUSH,
+    CLWB,
+    NT_COPY,
+    REP_MOVSB,
+)
+from emu.state import SC, TP
+from isa.ops import COL_DATA, COL_IMM
+from memmodel import _hierarchy as hier
+from memmodel import _memside as mside
+from memmodel import _persist as persist
+from memmodel import _wc as wcb
+from memmodel import cache as cm
+from memmodel import media as md
+from memmodel import memory as mm
+from memmodel._hierarchy import K_LOAD, K_STORE
+from memmodel._memside import FULL_MASK
+from memmodel._persist import PK_FENCED, PK_NOW
+from memmodel.jit import compiled, inlined
+from memmodel.layout import MS, MT
+
+
+@inlined
+def load(S, addr, size, dependent):
+    t0 = S[SC.NOW]
+    if dependent and S[SC.DEP_READY] > t0:
+        t0 = S[SC.DEP_READY]
+    first = addr >> 6
+    last = (addr + size - 1) >> 6
+    done, wait = hier.demand(S, first, t0, K_LOAD)
+    pl.stall_until(S, wait)
+    if last != first:
+        got, wait = hier.demand(S, last, t0, K_LOAD)
+        done = max(done, got)
+        pl.stall_until(S, wait)
+    pl.issue(S, 1)
+    S[SC.DEP_READY] = done
+    pl.rob_push(S, done)
+
+
+@inlined
+def store_line(S, line):
+    now = S[SC.NOW]
+    ready, wait = hier.demand(S, line, now, K_STORE)
+    pl.stall_until(S, wait)
+    pl.sb_push(S, max(ready, now + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+
+
+@inlined
+def store(S, addr, size):
+    first = addr >> 6
+    last = (addr + size - 1) >> 6
+    store_line(S, first)
+    if last != first:
+        store_line(S, last)
+    pl.issue(S, 1)
+
+
+@inlined
+def store_data(S, pt, frames, ops, data, i, addr, size):
+    if ops[i, COL_DATA] >= 0:
+        mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
+    else:
+        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+
+
+@inlined
+def flush(S, line, kind, r):
+    """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
+    r: the line's region, or -1."""
+    now = S[SC.NOW]
+    dirty = hier.evict_everywhere(S, line, kind == CLWB)
+    if kind == CLFLUSH:
+        start = max(now, S[SC.CLFLUSH_CHAIN])
+        done = start + S[TP.CLFLUSH]
+        if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
+            done = max(done, mside.mem_write(S, r, line, FULL_MASK, start, PK_NOW))
+        S[SC.CLFLUSH_CHAIN] = done
+        pl.sb_push(S, done)
+    else:
+        start = max(now, S[SC.FLUSH_UNIT])
+        cost = S[TP.CLWB] if kind == CLWB else S[TP.CLFLUSHOPT]
+        S[SC.FLUSH_UNIT] = start + cost
+        done = start + cost
+        if dirty:  # guaranteed durable only after the next fence
+            done = max(done, mside.mem_write(S, r, line, FULL_MASK, start, PK_FENCED))
+        if done > S[MS.WB_PENDING]:
+            S[MS.WB_PENDING] = done
+        pl.sb_push(S, start + cost)
+    pl.issue(S, 1)
+
+
+# Lines of lookahead for the host-cache hints of bulk ops: the LLC's state of each line is
+# a host cache miss (its sets span megabytes), the other levels' are host-cached.
+
+
+BULK_AHEAD = 4
+
+
+@compiled
+def flush_range(S, pt, frames, addr, size, kind):
+    """FLUSH_RANGE: a flush of every line of [addr, addr + size), each write-back moved on
+    to the persistence domain at once; region and pt row looked up once a page."""
+    page, r, row = -1, -1, -1
+    for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+        if (line << 6) >> mm.PAGE_SHIFT != page:
+            page = (line << 6) >> mm.PAGE_SHIFT
+            r = mm.find_region(S, line << 6)
+            row = mm.page_row(S, line << 6)
+        cm.prefetch_set(S, S[MT.LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
+        pl.rob_gate(S)
+        flush(S, line, kind, r)
+        if S[MS.PQ_COUNT]:
+            persist.persist_queue(S, pt, frames, page, row)
+
+
+@compiled
+def sfence(S):
+    pl.stall_until(S, max(wcb.wc_drain_all(S, S[SC.NOW]), S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]))
+    S[SC.NOW] += S[TP.SFENCE]
+
+
+@compiled
+def lfence(S):
+    pl.stall_until(S, S[SC.LOADS_MAX])
+    S[SC.ROB_COUNT] = 0
+    S[SC.NOW] += S[TP.LFENCE]
+
+
+@compiled
+def mfence(S):
+    pl.stall_until(S, max(S[SC.LOADS_MAX], S[SC.SB_LAST]))
+    sfence(S)
+    S[SC.ROB_COUNT] = 0
+    S[SC.NOW] += S[TP.MFENCE] - S[TP.SFENCE]
+
+
+@compiled
+def copy(S, pt, frames, op, dst, src, n):
+    """Bulk copies, expanded per destination line (sources are read line by line)."""
+    if n <= 0:
+        return
+    nrfo = op == REP_MOVSB and n >= S[TP.REP_NRFO]
+    if op == REP_MOVSB:
+        S[SC.NOW] += S[TP.REP_START]
+    functional = S[MT.FUNCTIONAL]
+    prev_src = -1
+    pos = 0
+    # the last destination page's region, pt row and frame, whether it is under eADR, and
+    # the last source page's frame (pages keep their frames and regions during a run, and
+    # regions are whole pages); a destination piece never crosses a page
+    dpage, r, drow, fd, eadr, spage, fs = -1, -1, -1, -1, False, -1, -1
+    while pos < n:
+        d = dst + pos
+        k = min(64 - (d & 63), n - pos)
+        s = src + pos
+        cm.prefetch_tags(S, S[MT.LEVELS] - 1, (d >> 6) + BULK_AHEAD)
+        if d >> mm.PAGE_SHIFT != dpage:
+            dpage = d >> mm.PAGE_SHIFT
+            r = mm.find_region(S, d)
+            eadr = mm.reg(S, r, mm.RG.PERSIST) == mm.P_EADR
+            if functional:
+                drow = mm.page_row(S, d)
+                fd = mm.frame_in(pt, drow, d)
+        if functional:  # piece by piece, so that a write-back sees the bytes copied so far
+            os_ = s & (mm.PAGE_BYTES - 1)
+            if os_ + k <= mm.PAGE_BYTES:
+                if s >> mm.PAGE_SHIFT != spage:
+                    spage = s >> mm.PAGE_SHIFT
+                    fs = mm.frame_of(S, pt, s)
+                mm.move(frames, fd, d & (mm.PAGE_BYTES - 1), fs, os_, k)
+            else:
+                mm.copy_bytes(S, pt, frames, d, s, k)
+        pl.rob_gate(S)
+        t0 = S[SC.NOW]
+        ready = t0
+        words = (k + 7) // 8
+        for sl in range(s >> 6, ((s + k - 1) >> 6) + 1):
+            if sl != prev_src:
+                got, wait = hier.demand(S, sl, t0, K_LOAD)
+                ready = max(ready, got)
+                pl.stall_until(S, wait)
+                prev_src = sl
+                if op != REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
+                    cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
+        pl.rob_push(S, ready)
+        S[SC.DEP_READY] = max(S[SC.DEP_READY], ready) if pos else ready   # the data copied
+        line = d >> 6
+        if op == NT_COPY:
+            S[SC.NOW] = wcb.movnt_bytes(S, d, k, r, S[SC.NOW])
+            pl.issue(S, words * (1 + S[TP.MOVNT]))
+        elif op == REP_MOVSB:
+            if nrfo and k == 64:
+                hier.own_line(S, line, t0)
+                pl.sb_push(S, max(t0 + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+            else:
+                store_line(S, line)
+            f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64
+            S[SC.NOW] += f // md.FP
+            S[SC.REP_FRAC] = f % md.FP
+        else:
+            store_line(S, line)
+            cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
+            pl.issue(S, 2 * words)
+        if functional:
+            if op != NT_COPY and eadr:  # persist.eadr_store(S, d, k): d..d+k is in one line
+                persist.pq_push(S, d >> 6, FULL_MASK, PK_NOW)
+            if S[MS.PQ_COUNT]:
+                persist.persist_queue(S, pt, frames, dpage, drow)
+        pos += k

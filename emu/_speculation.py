@@ -1,0 +1,115 @@
+"""Branches and the transient window of a misprediction (Spectre v1 and its barriers)."""
+from emu import _checks as ck
+from emu import _pipeline as pl
+from emu._opcodes import (
+    INDEX_MASK,
+    LOAD,
+    MOVNT,
+    SITE,
+    STORE,
+    WORK,
+)
+from emu.state import SC, ST_OK, TP
+from isa.ops import (
+    COL_ADDR,
+    COL_FLAGS,
+    COL_IMM,
+    COL_OP,
+    COL_SIZE,
+    COL_SRC,
+    FLAG_DEPENDENT,
+    FLAG_INDEXED,
+    FLAG_MASKED,
+    FLAG_PREDICT_IN,
+)
+from memmodel import _hierarchy as hier
+from memmodel import memory as mm
+from memmodel._hierarchy import K_LOAD
+from memmodel.jit import compiled, inlined
+from memmodel.layout import MS, MT
+
+FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
+
+
+@inlined
+def load_address(S, ops, i, val, mask):
+    """Address of LOAD i: indexed by the previous load's value `val`, masked by the last
+    INDEX_MASK's `mask`, or as written."""
+    a = ops[i, COL_ADDR]
+    flags = ops[i, COL_FLAGS]
+    if flags & FLAG_INDEXED:
+        if val < 0 or val > (1 << 40):
+            return FAR
+        return a + val * ops[i, COL_IMM]
+    if flags & FLAG_MASKED:
+        base = ops[i, COL_SRC]
+        return base + ((a - base) & mask)
+    return a
+
+
+@inlined
+def index_mask(S, ops, j, t, dep):
+    """INDEX_MASK op j issued at cycle t (`dep`: when the previous load's data is ready):
+    (the mask, the cycle the masked index is ready)."""
+    if ops[j, COL_FLAGS] & FLAG_DEPENDENT:
+        t = max(t, dep)
+    return (-1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0), t + S[TP.INDEX_MASK]
+
+
+@compiled
+def transient(S, pt, frames, ops, j0, j1, resolve):
+    """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
+    loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
+    an LFENCE (or any fence, flush, STAC/CLAC, bulk op, branch) ends the window, as does a
+    reorder buffer's worth of uops. A load that would fault or consume poison ends it too:
+    no fill. Architectural state other than the caches is left as it was."""
+    now = S[SC.NOW]
+    S[MS.SPEC] = 1
+    dep, val, mask = S[SC.DEP_READY], S[SC.VAL], S[SC.MASK]
+    uops = 0
+    work = 0
+    for j in range(j0, j1):
+        t = now + uops // S[TP.UPC] + work
+        if t >= resolve or uops >= S[TP.ROB]:
+            break
+        op = ops[j, COL_OP]
+        flags = ops[j, COL_FLAGS]
+        if op == LOAD:
+            a = load_address(S, ops, j, val, mask)
+            size = ops[j, COL_SIZE]
+            if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
+                t = max(t, dep)
+            if t >= resolve or ck.first_fault(S, a, a + size, True)[1] != ST_OK or \
+                    (S[SC.POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
+                break
+            dep = hier.demand(S, a >> 6, t, K_LOAD)[0]
+            if (a + size - 1) >> 6 != a >> 6:
+                dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD)[0])
+            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
+        elif op == INDEX_MASK:
+            mask, dep = index_mask(S, ops, j, t, dep)
+        elif op == WORK:
+            work += ops[j, COL_IMM]
+        elif op != STORE and op != MOVNT and op != SITE:
+            break
+        uops += 1
+    S[MS.SPEC] = 0
+    S[SC.NOW] = now   # the wrong path's fill-buffer waits (demand's second value) delay nothing
+
+
+@compiled
+def branch(S, pt, frames, ops, i):
+    """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
+    t = S[SC.NOW]
+    if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
+        t = max(t, S[SC.DEP_READY])
+    resolve = t + S[TP.BRANCH_RESOLVE]
+    inside = ops[i, COL_ADDR] < ops[i, COL_SIZE]
+    predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
+    body = ops[i, COL_IMM]
+    pl.issue(S, 1)
+    if predicted != inside:
+        if predicted:
+            transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
+        S[SC.NOW] = max(S[SC.NOW], resolve) + S[TP.MISPREDICT]
+    return 0 if inside else body

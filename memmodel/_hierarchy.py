@@ -1,0 +1,330 @@
+"""The cache hierarchy: the walk down, installs up, the victim cascade, back-invalidation,
+prefetch fills and another core's accesses (memmodel.cache is one level).
+
+A demand access enters at `demand` (L1) and returns the cycle its data is ready; a miss
+takes a line fill buffer (`demand_miss` returns when one is free, the caller stalls issue
+until then), walks the levels below and fills every level above the hit, or reads the
+media. The events that sites count (L1 and LLC misses, media reads and writes) are
+running totals in ms; the core attributes them to sites.
+"""
+from memmodel import _memside as mside
+from memmodel import cache as cm
+from memmodel import memory as mm
+from memmodel._memside import FULL_MASK
+from memmodel._persist import PK_NOW
+from memmodel.jit import compiled, inlined, ix
+from memmodel.layout import MH, MS, MT
+from memmodel.prefetch import PF_NEXT_LINE, PF_NONE, next_line, stream
+
+K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
+
+
+@compiled
+def _back_invalidate(S, line):
+    """An inclusive LLC evicted `line`: drop it above; returns whether a copy was dirty."""
+    dirty = 0
+    for lvl in range(S[MT.LEVELS] - 1):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            dirty |= cm.invalidate(S, lvl, b)
+    return dirty
+
+
+@compiled
+def _evicted(S, lvl, vline, vdirty, t):
+    """Handle the victim of a fill at `lvl`: back-invalidation, then a dirty victim is
+    written into the level below (installed there if absent, cascading) or to memory."""
+    nlev = S[MT.LEVELS]
+    while vline != cm.INVALID:
+        if lvl == nlev - 1 and S[MT.INCLUSIVE]:
+            vdirty |= _back_invalidate(S, vline)
+        if not vdirty:
+            return
+        lvl += 1
+        if lvl >= nlev:
+            mside.mem_write(S, -1, vline, FULL_MASK, t, PK_NOW)
+            return
+        i0 = cm.set_start(S, lvl, vline)
+        if lvl == nlev - 1:   # the LLC's state is not host-cached: its misses overlap
+            cm.prefetch_blocks(S, lvl, i0)
+        b = cm.find(S, lvl, i0, vline)
+        if b >= 0:
+            cm.count(S, lvl, cm.CC.WRITEBACK_IN_HITS, 1)
+            cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
+            cm.touch(S, lvl, i0, b)
+            return
+        cm.count(S, lvl, cm.CC.WRITEBACK_IN_MISSES, 1)
+        b, vline, vdirty = cm.fill(S, lvl, i0, vline, t, cm.F_DIRTY)
+
+
+@inlined
+def install(S, lvl, i0, line, ready, flg):
+    b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
+    # a clean victim has nothing to do below, unless an inclusive LLC evicted it
+    if vline != cm.INVALID and (vdirty or (lvl == S[MT.LEVELS] - 1 and S[MT.INCLUSIVE])):
+        _evicted(S, lvl, vline, vdirty, ready)
+    return b
+
+
+@inlined
+def spec_flag(S, from_memory):
+    """F_TRANSIENT for a fill from memory by a transient load (a flush+reload attacker sees
+    the line become cached), else 0."""
+    return cm.F_TRANSIENT if from_memory and S[MS.SPEC] else 0
+
+
+@compiled
+def _clear_flag(S, line, flag):
+    """Clear `flag` on every level's copy of `line`."""
+    for lvl in range(S[MT.LEVELS]):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            cm.set_flags(S, b, cm.flags(S, b) & ~flag)
+
+
+@compiled
+def first_use(S, lvl, line, f):
+    """A demand access hits a block with flags `f` at `lvl`: a prefetched line proved
+    useful; a line a transient load brought in is now used architecturally (not a leak).
+    Returns the block's new flags."""
+    if f & cm.F_PREFETCHED:
+        f &= ~cm.F_PREFETCHED
+        cm.count(S, lvl, cm.CC.PREFETCH_USEFUL, 1)
+    if f & cm.F_TRANSIENT and not S[MS.SPEC]:
+        _clear_flag(S, line, cm.F_TRANSIENT)   # used architecturally now: not a leak
+        f &= ~cm.F_TRANSIENT
+    return f
+
+
+@compiled
+def walk(S, line, t0, first, kind):
+    """Look `line` up from level `first` down; fill the levels above the hit (or all, from
+    memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
+    line is shared with another core (for the caller's fill above `first`), else 0."""
+    nlev = S[MT.LEVELS]
+    hit = nlev
+    b = -1
+    shared = 0
+    i0, i0_above = -1, -1   # line's set at the level looked up last and at the one before
+    for lvl in range(first, nlev):
+        i0_above = i0
+        i0 = cm.set_start(S, lvl, line)
+        b = cm.find(S, lvl, i0, line)
+        if b >= 0:
+            hit = lvl
+            break
+        if kind == K_LOAD:
+            cm.count(S, lvl, cm.CC.LOAD_MISSES, 1)
+        elif kind == K_STORE:
+            cm.count(S, lvl, cm.CC.STORE_MISSES, 1)
+    if hit < nlev:
+        if kind == K_LOAD:
+            cm.count(S, hit, cm.CC.LOAD_HITS, 1)
+        elif kind == K_STORE:
+            cm.count(S, hit, cm.CC.STORE_HITS, 1)
+        f = cm.flags(S, b)
+        lat = cm.hit_cycles(S, hit)
+        if f & cm.F_PEER:   # modified in another core: it sends the line (HITM) and keeps a
+            lat = max(lat, S[MT.PEER])   # shared copy, unless this is a read-for-ownership
+            f = (f & ~(cm.F_PEER | cm.F_SHARED)) | cm.F_DIRTY | (
+                cm.F_SHARED if kind != K_STORE else 0)
+            cm.set_flags(S, b, f)
+            cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
+        if f & cm.F_SHARED:
+            if kind == K_STORE:   # another core's copy is invalidated first
+                lat = max(lat, upgrade(S, hit, line))
+                f &= ~cm.F_SHARED
+            else:                 # still shared: the copies above say so too
+                shared = cm.F_SHARED
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT) and kind != K_PREFETCH:
+            cm.set_flags(S, b, first_use(S, hit, line, f))
+        cm.touch(S, hit, i0, b)
+        done = max(t0 + lat, cm.ready(S, b))
+        i0 = i0_above
+    else:
+        if kind != K_PREFETCH:
+            S[MS.LLC_MISSES] += 1
+        done = mside.mem_read(S, line, t0)
+    flg = cm.F_PREFETCHED if kind == K_PREFETCH else spec_flag(S, hit == nlev)
+    for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
+        install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done,
+                 flg | shared)
+        if flg:
+            cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
+    return done, shared
+
+
+@inlined
+def free_lfb(S):
+    """Index of the line fill buffer that frees first."""
+    lfb = S[MH.LFB]
+    best, first = 0, S[ix(lfb)]
+    for i in range(1, S[MT.LFB]):   # the minimum in a register: no reload through `best`
+        if S[ix(lfb + i)] < first:
+            best, first = i, S[ix(lfb + i)]
+    return best
+
+
+@compiled
+def _prefetch(S, lvl, pf, line, t0):
+    """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
+    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer."""
+    if pf == PF_NEXT_LINE:
+        first, count = next_line.train(S, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
+    else:
+        first, count = stream.train(S, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
+    for nxt in range(first, first + count):
+        if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+            continue
+        if lvl == 0:
+            i = free_lfb(S)
+            if S[ix(S[MH.LFB] + i)] > t0:
+                return
+            S[ix(S[MH.LFB] + i)] = walk(S, nxt, t0, 0, K_PREFETCH)[0]
+        else:
+            walk(S, nxt, t0, lvl, K_PREFETCH)
+
+
+@inlined
+def demand(S, line, t0, kind):
+    """A demand load or store (RFO) of one line issued at t0; marks the L1 copy dirty for
+    stores. Returns (the data-ready cycle, the cycle issue waits until: when a miss found
+    every line fill buffer busy, the first to free; else 0)."""
+    i0, b = cm.l1_find(S, line)
+    if b >= 0:
+        f = cm.flags(S, b)
+        if kind == K_LOAD:
+            cm.count(S, 0, cm.CC.LOAD_HITS, 1)
+        else:
+            cm.count(S, 0, cm.CC.STORE_HITS, 1)
+            f |= cm.F_DIRTY
+        lat = cm.hit_cycles(S, 0)
+        if f & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):   # one test for the rare
+            if f & cm.F_SHARED and kind != K_LOAD:
+                lat = max(lat, upgrade(S, 0, line))
+                f &= ~cm.F_SHARED
+            if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
+                f = first_use(S, 0, line, f)
+        cm.set_flags(S, b, f)
+        cm.touch(S, 0, i0, b)
+        return max(t0 + lat, cm.ready(S, b)), 0
+    return demand_miss(S, line, t0, kind)
+
+
+@compiled
+def demand_miss(S, line, t0, kind):
+    """demand() of a line that is not in L1."""
+    cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
+    S[MS.L1D_MISSES] += 1
+    i = free_lfb(S)
+    wait = 0
+    if S[ix(S[MH.LFB] + i)] > t0:
+        t0 = wait = S[ix(S[MH.LFB] + i)]
+    if S[MT.LEVELS] > 1:
+        done, shared = walk(S, line, t0, 1, kind)
+        # the walk marks what it fills; a transient fill from memory is marked at L2 too
+        spec = cm.F_TRANSIENT if S[MS.SPEC] != 0 and (
+            cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
+        if S[MT.PF_L2] != PF_NONE:
+            _prefetch(S, 1, S[MT.PF_L2], line, t0)
+    else:
+        S[MS.LLC_MISSES] += 1
+        done = mside.mem_read(S, line, t0)
+        spec = spec_flag(S, True)
+        shared = 0
+    S[ix(S[MH.LFB] + i)] = done
+    i0 = cm.set_start(S, 0, line)
+    cm.remember_l1(S, line, i0, install(S, 0, i0, line, done,
+                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec
+                                         | shared))
+    if S[MT.PF_L1] != PF_NONE:
+        _prefetch(S, 0, S[MT.PF_L1], line, t0)
+    return done, wait
+
+
+@inlined
+def own_line(S, line, t):
+    """Gain a whole line for writing without reading it (fast-string no-RFO store)."""
+    i0 = cm.set_start(S, 0, line)
+    b = cm.find(S, 0, i0, line)
+    if b >= 0:
+        cm.count(S, 0, cm.CC.STORE_HITS, 1)
+        if cm.flags(S, b) & cm.F_SHARED:   # the other core's copy is invalidated (no wait:
+            upgrade(S, 0, line)           # the line is not read)
+        cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~(cm.F_TRANSIENT | cm.F_SHARED))
+        cm.touch(S, 0, i0, b)
+        return
+    cm.count(S, 0, cm.CC.STORE_MISSES, 1)
+    for lvl in range(1, S[MT.LEVELS]):
+        j = cm.lookup(S, lvl, line)
+        if j >= 0:
+            cm.invalidate(S, lvl, j)
+    install(S, 0, i0, line, t, cm.F_DIRTY)
+
+
+@compiled
+def peer_write(S, line, now):
+    """Another core writes `line`: its read-for-ownership takes this core's copies (dirty
+    bytes included: no write-back to memory) and leaves the line modified in its own cache,
+    tracked at the last level (an inclusive LLC holds it; for a non-inclusive one the block
+    stands for the snoop filter's entry) with F_PEER."""
+    llc = S[MT.LEVELS] - 1
+    for lvl in range(llc):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            cm.invalidate(S, lvl, b)
+    i0 = cm.set_start(S, llc, line)
+    b = cm.find(S, llc, i0, line)
+    if b < 0:
+        install(S, llc, i0, line, now, cm.F_PEER)
+    else:
+        cm.set_flags(S, b, (cm.flags(S, b) & ~(cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED))
+                     | cm.F_PEER)
+        cm.touch(S, llc, i0, b)
+
+
+@compiled
+def upgrade(S, lvl, line):
+    """A store finds `line` shared with another core (at level `lvl`): that copy is
+    invalidated first, and this core's copies stop being shared. Returns the wait, taken as
+    one cache-to-cache round trip (peer_hitm_ns)."""
+    _clear_flag(S, line, cm.F_SHARED)
+    cm.count(S, lvl, cm.CC.PEER_UPGRADES, 1)
+    return S[MT.PEER]
+
+
+@compiled
+def peer_read(S, line, now):
+    """Another core reads `line`: a copy this core modified is forwarded (the last level
+    takes the modified data; it is installed there if absent) and every copy here becomes
+    shared. A line this core does not hold is not its business."""
+    llc = S[MT.LEVELS] - 1
+    dirty, held = 0, False
+    for lvl in range(llc):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            held = True
+            dirty |= cm.flags(S, b) & cm.F_DIRTY
+            cm.set_flags(S, b, (cm.flags(S, b) & ~cm.F_DIRTY) | cm.F_SHARED)
+    i0 = cm.set_start(S, llc, line)
+    b = cm.find(S, llc, i0, line)
+    if b >= 0:
+        if not cm.flags(S, b) & cm.F_PEER:
+            cm.set_flags(S, b, cm.flags(S, b) | cm.F_SHARED | dirty)
+    elif held:
+        install(S, llc, i0, line, now, cm.F_SHARED | dirty)
+
+
+@inlined
+def evict_everywhere(S, line, keep):
+    """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
+    dirty = 0
+    for lvl in range(S[MT.LEVELS]):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            if keep:
+                dirty |= cm.flags(S, b) & cm.F_DIRTY
+                cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_DIRTY)
+            else:
+                dirty |= cm.invalidate(S, lvl, b)
+    return dirty

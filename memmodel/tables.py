@@ -1,0 +1,46 @@
+"""The memory side's sections that no single model owns, from the profile (Python only).
+
+mt holds the switches the hierarchy, the media side and the persistence domain read (see
+memmodel.layout); the line fill buffers, write-combining buffers, per-region counters and
+the persistence queue get their sizes here.
+"""
+from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
+from memmodel._wc import N_WC, WC
+from memmodel.layout import MS, MT
+from memmodel.memory import N_RCOUNT, SNAPSHOTS
+from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
+
+MAX_WC_BUFFERS = 64   # a WC buffer's byte mask is one int64
+
+
+def add_sections(layout, values, n_regions):
+    core = values["core"]
+    layout.add("mt", len(MT))
+    layout.add("ms", len(MS))
+    layout.add("lfb", core["lfb_entries"])
+    layout.add("wc", (core["wc_buffers"], N_WC))
+    layout.add("region_ctr", (n_regions, N_RCOUNT))
+    layout.add("pq", (PQ_ENTRIES, N_PQ))
+    layout.add("pend", (SNAPSHOTS, N_PE))
+
+
+def init_sections(layout, S, values, functional, node):
+    core, pf = values["core"], values["prefetch"]
+    levels = list(values["cache"].values())
+    if core["wc_buffers"] > MAX_WC_BUFFERS:
+        raise ValueError(f"at most {MAX_WC_BUFFERS} write-combining buffers are modelled")
+    for lvl in levels[2:]:
+        if lvl["prefetcher"] != "none":
+            raise ValueError("prefetchers are modelled at l1d and l2 only")
+    mt = {
+        MT.LEVELS: len(levels), MT.INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
+        MT.PEER: int(round(levels[-1]["peer_hitm_ns"] * core["freq_ghz"])), MT.NODE: node,
+        MT.FUNCTIONAL: 1 if functional else 0,
+        MT.PF_L1: PREFETCHER_IDS.index(levels[0]["prefetcher"]),
+        MT.PF_L2: PREFETCHER_IDS.index(levels[1]["prefetcher"]) if len(levels) > 1 else PF_NONE,
+        MT.STREAM_DIST: pf["stream_distance_lines"], MT.STREAM_DEG: pf["stream_degree_lines"],
+        MT.LFB: core["lfb_entries"], MT.WC: core["wc_buffers"],
+    }
+    for k, v in mt.items():
+        S[k] = v
+    layout.view(S, "wc")[:, WC.LINE] = -1
