@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-POLICIES = ("lru", "plru", "fifo", "random")
+from memmodel.policies import POLICY_IDS
+
 PREFETCHERS = ("none", "next_line", "stream")
 MEDIA_KINDS = ("dram", "nvdimm-n", "optane")
 PERSISTENCE = ("none", "adr", "eadr")
@@ -47,7 +48,7 @@ _CACHE = {
     "size_bytes": (_INT, True, 64),
     "ways": (_INT, True, 1),
     "hit_cycles": (_INT, True, 1),
-    "policy": (_STR, False, POLICIES),
+    "policy": (_STR, False, POLICY_IDS),
     "prefetcher": (_STR, False, PREFETCHERS),
 }
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, 0)}

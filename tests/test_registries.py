@@ -1,0 +1,63 @@
+"""Each registry is the one list of its names: every name has its module and every module its
+name, each hook's dispatch reaches every module once, and the profile loader admits exactly
+the registry's names. A registry line without a module, a module without a line, or a
+dispatch that misses a module fails here."""
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+from memmodel import policies
+from memmodel.policies import POLICY_IDS
+from memmodel.profile import ProfileError, load_profile
+
+POLICY_HOOKS = ("on_hit", "on_fill", "victim")
+
+
+def modules(pkg):
+    """The modules of package `pkg` that registry names name (not its private _*.py)."""
+    return {m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")}
+
+
+def dispatched(pkg, hook):
+    """The modules whose `hook` the function `hook` of pkg/_dispatch.py calls (a name per
+    call, sorted)."""
+    tree = ast.parse(Path(pkg.__path__[0], "_dispatch.py").read_text())
+    alias = {a.asname or a.name: a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+             for a in n.names}
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == hook)
+    return sorted(alias.get(c.func.value.id, c.func.value.id) for c in ast.walk(fn)
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                  and c.func.attr == hook and isinstance(c.func.value, ast.Name))
+
+
+def rejected(key, profile="skylake-ddr4"):
+    """The message for a name no registry holds at `key`."""
+    with pytest.raises(ProfileError) as e:
+        load_profile(profile, {key: "no-such-name"})
+    return str(e.value)
+
+
+def admits(names):
+    return "is not one of " + ", ".join(map(repr, names))
+
+
+def test_every_policy_name_has_its_module_and_every_module_its_name():
+    assert modules(policies) == set(POLICY_IDS)
+    for i, name in enumerate(POLICY_IDS):
+        mod = importlib.import_module(f"memmodel.policies.{name}")
+        assert mod.ID == i
+        assert all(callable(getattr(mod, hook)) for hook in POLICY_HOOKS)
+
+
+@pytest.mark.parametrize("hook", POLICY_HOOKS)
+def test_each_policy_hook_dispatches_to_every_policy_once(hook):
+    assert dispatched(policies, hook) == sorted(POLICY_IDS)
+
+
+def test_the_profile_admits_exactly_the_policies():
+    assert rejected("cache.l2.policy").endswith(admits(POLICY_IDS))
+    for name in POLICY_IDS:
+        assert load_profile("skylake-ddr4", {"cache.l2.policy": name}).get("cache.l2.policy") == name
