@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 
 from memmodel.policies import POLICY_IDS
+from memmodel.prefetch import PREFETCHER_IDS
 
-PREFETCHERS = ("none", "next_line", "stream")
 MEDIA_KINDS = ("dram", "nvdimm-n", "optane")
 PERSISTENCE = ("none", "adr", "eadr")
 CACHE_LEVELS = ("l1d", "l2", "llc")
@@ -49,7 +49,7 @@ _CACHE = {
     "ways": (_INT, True, 1),
     "hit_cycles": (_INT, True, 1),
     "policy": (_STR, False, POLICY_IDS),
-    "prefetcher": (_STR, False, PREFETCHERS),
+    "prefetcher": (_STR, False, PREFETCHER_IDS),
 }
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, 0)}
 _INSTR = {

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memmodel import policies
+from memmodel import policies, prefetch
 from memmodel.policies import POLICY_IDS
+from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 from memmodel.profile import ProfileError, load_profile
 
 POLICY_HOOKS = ("on_hit", "on_fill", "victim")
@@ -61,3 +62,23 @@ def test_the_profile_admits_exactly_the_policies():
     assert rejected("cache.l2.policy").endswith(admits(POLICY_IDS))
     for name in POLICY_IDS:
         assert load_profile("skylake-ddr4", {"cache.l2.policy": name}).get("cache.l2.policy") == name
+
+
+def test_every_prefetcher_name_but_none_has_its_module_and_every_module_its_name():
+    assert PREFETCHER_IDS[PF_NONE] == "none"
+    named = [n for n in PREFETCHER_IDS if n != "none"]
+    assert modules(prefetch) == set(named)
+    for name in named:
+        mod = importlib.import_module(f"memmodel.prefetch.{name}")
+        assert mod.ID == PREFETCHER_IDS.index(name) and callable(mod.train)
+
+
+def test_the_prefetcher_hook_dispatches_to_every_prefetcher_once():
+    assert dispatched(prefetch, "train") == sorted(n for n in PREFETCHER_IDS if n != "none")
+
+
+def test_the_profile_admits_exactly_the_prefetchers():
+    assert rejected("cache.l2.prefetcher").endswith(admits(PREFETCHER_IDS))
+    for name in PREFETCHER_IDS:
+        assert load_profile("skylake-ddr4", {"cache.l2.prefetcher": name}).get(
+            "cache.l2.prefetcher") == name
