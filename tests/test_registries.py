@@ -5,16 +5,20 @@ dispatch that misses a module fails here."""
 import ast
 import importlib
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from memmodel import policies, prefetch
+from memmodel import media, policies, prefetch
+from memmodel.media import KIND_IDS, KINDS, PERSISTENCE, kind_keys
 from memmodel.policies import POLICY_IDS
 from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
 from memmodel.profile import ProfileError, load_profile
 
 POLICY_HOOKS = ("on_hit", "on_fill", "victim")
+MEDIA_HOOKS = ("read", "write")
 
 
 def modules(pkg):
@@ -82,3 +86,55 @@ def test_the_profile_admits_exactly_the_prefetchers():
     for name in PREFETCHER_IDS:
         assert load_profile("skylake-ddr4", {"cache.l2.prefetcher": name}).get(
             "cache.l2.prefetcher") == name
+
+
+def test_every_media_kind_has_its_module_and_every_module_a_kind():
+    timing = {mod for mod, _ in KINDS.values()}
+    assert modules(media) == timing
+    for name in KIND_IDS:
+        mod = media.module(name)
+        assert all(callable(getattr(mod, f)) for f in MEDIA_HOOKS + ("init_params",))
+    for name in timing:   # a module that the dispatch names by its kind's id times that kind
+        mod = importlib.import_module(f"memmodel.media.{name}")
+        if hasattr(mod, "KIND"):
+            assert KINDS[KIND_IDS[mod.KIND]][0] == name
+
+
+@pytest.mark.parametrize("hook", MEDIA_HOOKS)
+def test_each_media_hook_dispatches_to_every_kinds_module_once(hook):
+    assert dispatched(media, hook) == sorted({mod for mod, _ in KINDS.values()})
+
+
+def with_kind(name, keys):
+    """skylake-ddr4 with its DRAM of kind `name`, given the profile keys `keys` of it."""
+    extra = {k: {"value": 64, "assumption": "a test value"} for k in keys}
+    return {"profile": {"inherit": "skylake-ddr4"}, "media": {"dram": dict(kind=name, **extra)}}
+
+
+def test_the_profile_admits_exactly_the_media_kinds_with_exactly_their_keys():
+    assert rejected("media.dram.kind").endswith(admits(KIND_IDS))
+    for name in KIND_IDS:
+        keys = kind_keys(name)
+        assert load_profile(with_kind(name, keys)).get("media.dram.kind") == name
+        for key in keys:
+            with pytest.raises(ProfileError, match=f"media.dram.{key}: missing"):
+                load_profile(with_kind(name, set(keys) - {key}))
+        with pytest.raises(ProfileError, match="media.dram.other_bytes: unknown key"):
+            load_profile(with_kind(name, {*keys, "other_bytes"}))
+
+
+def test_the_profile_admits_exactly_the_persistence_domains():
+    assert rejected("media.dram.persistence").endswith(admits(PERSISTENCE))
+    for name in PERSISTENCE:
+        assert load_profile("skylake-ddr4", {"media.dram.persistence": name}).get(
+            "media.dram.persistence") == name
+
+
+def test_the_profile_loader_takes_the_registries_without_numba():
+    """The registries' homes import nothing compiled: loading every shipped profile (and so
+    every policy, prefetcher and media kind name and kind's keys) leaves numba unloaded."""
+    code = ("import sys; from memmodel.profile import load_profile, shipped_profiles; "
+            "[load_profile(n) for n in shipped_profiles()]; print('numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1], check=True)
+    assert r.stdout.split() == ["False"]
