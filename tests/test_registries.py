@@ -62,12 +62,6 @@ def test_each_policy_hook_dispatches_to_every_policy_once(hook):
     assert dispatched(policies, hook) == sorted(POLICY_IDS)
 
 
-def test_the_profile_admits_exactly_the_policies():
-    assert rejected("cache.l2.policy").endswith(admits(POLICY_IDS))
-    for name in POLICY_IDS:
-        assert load_profile("skylake-ddr4", {"cache.l2.policy": name}).get("cache.l2.policy") == name
-
-
 def test_every_prefetcher_name_but_none_has_its_module_and_every_module_its_name():
     assert PREFETCHER_IDS[PF_NONE] == "none"
     named = [n for n in PREFETCHER_IDS if n != "none"]
@@ -79,13 +73,6 @@ def test_every_prefetcher_name_but_none_has_its_module_and_every_module_its_name
 
 def test_the_prefetcher_hook_dispatches_to_every_prefetcher_once():
     assert dispatched(prefetch, "train") == sorted(n for n in PREFETCHER_IDS if n != "none")
-
-
-def test_the_profile_admits_exactly_the_prefetchers():
-    assert rejected("cache.l2.prefetcher").endswith(admits(PREFETCHER_IDS))
-    for name in PREFETCHER_IDS:
-        assert load_profile("skylake-ddr4", {"cache.l2.prefetcher": name}).get(
-            "cache.l2.prefetcher") == name
 
 
 def test_every_media_kind_has_its_module_and_every_module_a_kind():
@@ -105,6 +92,15 @@ def test_each_media_hook_dispatches_to_every_kinds_module_once(hook):
     assert dispatched(media, hook) == sorted({mod for mod, _ in KINDS.values()})
 
 
+@pytest.mark.parametrize("key, names", [("cache.l2.policy", POLICY_IDS),
+                                        ("cache.l2.prefetcher", PREFETCHER_IDS),
+                                        ("media.dram.persistence", PERSISTENCE)])
+def test_the_profile_admits_exactly_the_registrys_names(key, names):
+    assert rejected(key).endswith(admits(names))
+    for name in names:
+        assert load_profile("skylake-ddr4", {key: name}).get(key) == name
+
+
 def with_kind(name, keys):
     """skylake-ddr4 with its DRAM of kind `name`, given the profile keys `keys` of it."""
     extra = {k: {"value": 64, "assumption": "a test value"} for k in keys}
@@ -121,13 +117,6 @@ def test_the_profile_admits_exactly_the_media_kinds_with_exactly_their_keys():
                 load_profile(with_kind(name, set(keys) - {key}))
         with pytest.raises(ProfileError, match="media.dram.other_bytes: unknown key"):
             load_profile(with_kind(name, {*keys, "other_bytes"}))
-
-
-def test_the_profile_admits_exactly_the_persistence_domains():
-    assert rejected("media.dram.persistence").endswith(admits(PERSISTENCE))
-    for name in PERSISTENCE:
-        assert load_profile("skylake-ddr4", {"media.dram.persistence": name}).get(
-            "media.dram.persistence") == name
 
 
 def test_the_profile_loader_takes_the_registries_without_numba():
