@@ -7,7 +7,7 @@ A kind's module holds the same three functions:
     read(S, p, m, row, addr, stamp) -> (latency, occupancy in FP units)
     write(S, p, m, row, addr, nbytes, stamp) -> occupancy of the write side in FP units
 
-init_params fills media's parameter row from its profile table `spec` (bandwidths per
+init_params fills the media's parameter row from its profile table `spec` (bandwidths per
 channel); read and write time an access to media `m`, whose parameters are at S[p] and
 whose chan row serving `addr` is at S[row]; `stamp` orders the accesses. The channel
 timing around them is memmodel.media._channels'.
