@@ -15,7 +15,7 @@ from emu import _core
 from emu import _pipeline
 from emu import state as st
 from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, N_COLS, Op
-from isa.program import EFAULT, Program, Ret, remap_sites
+from isa.program import EFAULT, PHYS_LIMIT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import _persist as persist
@@ -293,6 +293,18 @@ class Machine:
 
     # ------------------------------------------------------------------ memory
     def _check_mapped(self, addr, n):
+        """The facade's one check before compiled code sees an address range: whole numbers,
+        inside the physical address space (compiled lookups do not bounds-check), mapped."""
+        for what, v in (("address", addr), ("size", n)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what} must be an integer, not {type(v).__name__} ({v!r})")
+        addr, n = int(addr), int(n)
+        if n < 0:
+            raise ValueError(f"size {n} at address {addr:#x} is negative")
+        if addr < 0 or addr + max(n, 1) > PHYS_LIMIT:
+            raise UnmappedAccess("unmapped access", -1, "(facade)", addr,
+                                 f"[{addr:#x}, +{n}) is outside the physical address space "
+                                 f"[0, {PHYS_LIMIT:#x})")
         bad = mm.unmapped_in(self.S, addr, addr + max(n, 1))
         if bad >= 0:
             raise UnmappedAccess("unmapped access", -1, "(facade)", int(bad))

@@ -226,6 +226,8 @@ def map_pages(S, pt, start, end):
 @compiled
 def first_poisoned(S, pt, start, end):
     """Address of the first poisoned 64-byte line overlapping mapped [start, end), or -1."""
+    if end <= start:   # nothing to read (an op that faulted before its first byte)
+        return -1
     line = start >> 6
     while line <= (end - 1) >> 6:
         d = S[ix(_chunk_slot(S, line << 6))]
