@@ -17,6 +17,7 @@ import pytest
 from cachetools import FIFOCache, LRUCache
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from numba import config as numba_config
 from reference_cache import COUNTERS, RefHierarchy
 
 from emu.machine import Machine
@@ -183,14 +184,19 @@ def check_and_label(case):
         event("line-crossing accesses")
 
 
-@settings(max_examples=500, deadline=None, derandomize=True,
+# As plain Python (NUMBA_DISABLE_JIT=1, CI's second pass) an example costs ~50x more: a fifth
+# of them there, the same derandomized first ones.
+SHARE = 5 if numba_config.DISABLE_JIT else 1
+
+
+@settings(max_examples=500 // SHARE, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_random_geometry_and_trace(case):
     check_and_label(case)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=300 // SHARE, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases(small=True))
 def test_random_small_hierarchies(case):
