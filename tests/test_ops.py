@@ -5,6 +5,8 @@ docstrings), and the validator reports each of its checks with its message.
 The expected sets below are written from those descriptions, not read from the table.
 """
 import importlib.util
+import inspect
+import re
 import shutil
 from pathlib import Path
 
@@ -137,10 +139,31 @@ def test_allowed_flags():
     assert allowing(FLAG_ZERO_TAIL) == COPIES
 
 
+
+def test_the_core_touches_each_ops_byte_range():
+    """emu._checks.op_ranges: (dst start, dst end, src start, src end) of each op, the bytes
+    that are checked for faults and poison and made present."""
+    from emu._checks import op_ranges
+    p = (Program().load(0x1003, 8).movnt(0x2010, size=16).clwb(0x1234)
+         .flush_range(0x1010, 0x40).flush_range(0x1010, 0).rep_movsb(0x3000, 0x5008, 100)
+         .sfence().branch(3, 5, 0).peer_read(0x4038, 16).work(4))
+    nothing = (0, 0, 0, 0)
+    assert [tuple(int(x) for x in op_ranges(p.ops, i)) for i in range(len(p))] == [
+        (0x1003, 0x100b, 0, 0), (0x2010, 0x2020, 0, 0), (0x1200, 0x1240, 0, 0),
+        (0x1000, 0x1080, 0, 0), nothing, (0x3000, 0x3064, 0x5008, 0x506c), nothing,
+        nothing, (0x4038, 0x4048, 0, 0), nothing]
+
 def test_every_op_has_a_builder_method():
     for op in Op:
         assert callable(getattr(Program, op.name.lower(), None)), op.name
 
+
+
+def test_the_run_loop_has_a_branch_for_every_op():
+    """Each op has its own handler in emu._core.run (STYLE.md rule 3)."""
+    from emu import _core
+    src = inspect.getsource(getattr(_core.run, "py_func", _core.run))
+    assert [op.name for op in Op if not re.search(rf"\bop == Op\.{op.name}\b", src)] == []
 
 def edited(p, col, value, row=0):
     """Program p with one operand of one op set by hand (as a raw op array could hold)."""
