@@ -20,6 +20,7 @@ from isa.ops import (
     IMM_KIND,
     MOVNT_SIZES,
     N_OPS,
+    PHYS_LIMIT,
     RANGE_KIND,
     SIZE_RULE,
     AddrKind,
@@ -30,7 +31,6 @@ from isa.ops import (
 )
 
 MAX_SCALE = 4096
-PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
 
 # The core indexes a load or masks it, never both: an indexed load drops the mask silently.
 INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "

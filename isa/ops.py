@@ -62,6 +62,7 @@ FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64
+PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
 
 
 class AddrKind(IntEnum):
