@@ -7,7 +7,9 @@ does not move at all for the same code and input, so it shows small changes to t
 that wall time cannot (it is not a time: host-cache misses and branch mispredictions are
 not in it). Per trace, two runs under callgrind: one builds, validates and runs N plain
 8-byte loads, one only builds and validates them; the difference over N is the core's
-instructions per load.
+instructions per load. The two processes' fixed work differs by a few million
+instructions from run to run, so N is large (2M: repeated counts agree to about 10
+instructions per load; at 200k they differed by up to 250).
 
 The core is compiled for a generic x86-64 (NUMBA_CPU_NAME=generic), first outside valgrind:
 numba keys its on-disk cache on the CPU, and valgrind's CPU differs from the host's, so
@@ -74,7 +76,7 @@ def callgrind(kind, n, execute, env):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ops", type=int, default=200_000)
+    ap.add_argument("--ops", type=int, default=2_000_000)
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)

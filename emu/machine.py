@@ -22,6 +22,7 @@ from isa.ops import (
     N_COLS,
     PEER,
     PEER_OPS,
+    PHYS_LIMIT,
     Op,
 )
 from isa.program import EFAULT, Program, Ret, remap_sites
@@ -302,6 +303,18 @@ class Machine:
 
     # ------------------------------------------------------------------ memory
     def _check_mapped(self, addr, n):
+        """The facade's one check before compiled code sees an address range: whole numbers,
+        inside the physical address space (compiled lookups do not bounds-check), mapped."""
+        for what, v in (("address", addr), ("size", n)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what} must be an integer, not {type(v).__name__} ({v!r})")
+        addr, n = int(addr), int(n)
+        if n < 0:
+            raise ValueError(f"size {n} at address {addr:#x} is negative")
+        if addr < 0 or addr + max(n, 1) > PHYS_LIMIT:
+            raise UnmappedAccess("unmapped access", -1, "(facade)", addr,
+                                 f"[{addr:#x}, +{n}) is outside the physical address space "
+                                 f"[0, {PHYS_LIMIT:#x})")
         bad = mm.unmapped_in(self.S, addr, addr + max(n, 1))
         if bad >= 0:
             raise UnmappedAccess("unmapped access", -1, "(facade)", int(bad))

@@ -14,7 +14,8 @@ from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, MS, MT
-from memmodel.prefetch import PF_NEXT_LINE, PF_NONE, next_line, stream
+from memmodel.prefetch import PF_NONE
+from memmodel.prefetch import _dispatch as prefetchers
 
 K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
 
@@ -169,10 +170,7 @@ def free_lfb(S):
 def _prefetch(S, lvl, pf, line, t0):
     """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
     fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer."""
-    if pf == PF_NEXT_LINE:
-        first, count = next_line.train(S, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
-    else:
-        first, count = stream.train(S, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
+    first, count = prefetchers.train(S, pf, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
     for nxt in range(first, first + count):
         if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
             continue

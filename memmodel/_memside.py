@@ -5,10 +5,10 @@ counts per region; a write to a persistent region is queued for the persistence 
 (memmodel._persist) when memory is functional.
 """
 from memmodel import _persist as persist
-from memmodel import media as md
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, MS, MT
+from memmodel.media import _dispatch as media
 from memmodel.memory import N_RCOUNT, RCTR
 
 FULL_MASK = -1   # all 64 bytes of a line
@@ -41,8 +41,8 @@ def mem_write(S, r, line, mask, t, pkind):
         r = mm.find_region(S, addr)
     nbytes = 64 if mask == FULL_MASK else popcount(mask)
     S[MS.MEM_STAMP] += 1
-    acc = md.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
-                   mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
+    acc = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
+                      mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_WRITES)] += 1
     S[MS.MEDIA_WRITES] += 1
     if acc > S[MS.MEM_END]:
@@ -59,8 +59,8 @@ def mem_read(S, line, t):
     addr = line << 6
     r = mm.find_region(S, addr)
     S[MS.MEM_STAMP] += 1
-    done = md.read(S, mm.reg(S, r, mm.RG.MEDIA), addr, t,
-                   mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
+    done = media.read(S, mm.reg(S, r, mm.RG.MEDIA), addr, t,
+                      mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_READS)] += 1
     S[MS.MEDIA_READS] += 1
     return done

@@ -8,11 +8,8 @@ import numpy as np
 
 from memmodel.jit import as_float, host_prefetch, inlined, ix
 from memmodel.layout import L1_MEMO_AT, LV, LV_AT, LV_ROWS, MEMO, MH, fields
-from memmodel.policies import POLICY_IDS, fifo, lru, plru
-from memmodel.policies import random as rnd
-
-P_LRU, P_PLRU, P_FIFO, P_RANDOM = range(4)
-assert POLICY_IDS == ("lru", "plru", "fifo", "random")
+from memmodel.policies import POLICY_IDS
+from memmodel.policies import _dispatch as policies
 
 # lv[level, field]: memmodel.layout.LV
 N_LV = len(LV)
@@ -231,19 +228,10 @@ def on_hit(S, lvl, i0, b, stamp):
     policy_hit(S, policy(S, lvl), S[MH.REPL] + i0, ways(S, lvl), b - i0, stamp)
 
 
-@inlined
-def policy_hit(S, p, r0, ways, way, stamp):
-    """Replacement update of policy `p` for a hit on `way` of the set whose replacement
-    state starts at r0 (a hot loop passes the level's policy, ways and stamp from
-    registers)."""
-    if p == P_LRU:
-        lru.on_hit(S, r0, ways, way, stamp)
-    elif p == P_PLRU:
-        plru.on_hit(S, r0, ways, way, stamp)
-    elif p == P_FIFO:
-        fifo.on_hit(S, r0, ways, way, stamp)
-    else:
-        rnd.on_hit(S, r0, ways, way, stamp)
+# policy_hit(S, p, r0, ways, way, stamp): policy `p`'s update for a hit on `way` of the set
+# whose replacement state starts at r0 (a hot loop passes the level's policy, ways and
+# stamp from registers)
+policy_hit = policies.on_hit
 
 
 @inlined
@@ -264,15 +252,7 @@ def _victim_way(S, lvl, i0):
         w = _first_way(S, S[MH.TAGS] + i0, ways, INVALID)
         if w >= 0:
             return w
-    p = S[ix(o + LV.POLICY)]
-    r0 = S[MH.REPL] + i0
-    if p == P_LRU:
-        return lru.victim(S, r0, ways, o + LV.RNG)
-    if p == P_PLRU:
-        return plru.victim(S, r0, ways, o + LV.RNG)
-    if p == P_FIFO:
-        return fifo.victim(S, r0, ways, o + LV.RNG)
-    return rnd.victim(S, r0, ways, o + LV.RNG)
+    return policies.victim(S, S[ix(o + LV.POLICY)], S[MH.REPL] + i0, ways, o + LV.RNG)
 
 
 @inlined
@@ -296,16 +276,8 @@ def fill(S, lvl, i0, line, at, flg):
     count(S, lvl, CC.FILLS, 1)
     o = LV_AT + lvl * N_LV
     S[ix(o + LV.STAMP)] += 1
-    r0 = S[MH.REPL] + i0
-    ways, p, stamp = S[ix(o + LV.WAYS)], S[ix(o + LV.POLICY)], S[ix(o + LV.STAMP)]
-    if p == P_LRU:
-        lru.on_fill(S, r0, ways, way, stamp)
-    elif p == P_PLRU:
-        plru.on_fill(S, r0, ways, way, stamp)
-    elif p == P_FIFO:
-        fifo.on_fill(S, r0, ways, way, stamp)
-    else:
-        rnd.on_fill(S, r0, ways, way, stamp)
+    policies.on_fill(S, S[ix(o + LV.POLICY)], S[MH.REPL] + i0, S[ix(o + LV.WAYS)], way,
+                     S[ix(o + LV.STAMP)])
     return b, old, old_dirty
 
 

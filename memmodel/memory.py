@@ -13,6 +13,7 @@ import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, fields
+from memmodel.media import PERSISTENCE
 
 PAGE_BYTES = 4096
 PAGE_SHIFT = 12
@@ -26,7 +27,8 @@ NOT_MAPPED = -1
 # are on their way to the persistence domain (64 bytes each, see memmodel._persist).
 SNAPSHOTS = 1024
 RESERVED_FRAMES = SNAPSHOTS * 64 // PAGE_BYTES
-P_NONE, P_ADR, P_EADR = 0, 1, 2  # reg[r, RG.PERSIST]
+# reg[r, RG.PERSIST]: the index in PERSISTENCE; compiled code tests these two
+P_NONE, P_EADR = PERSISTENCE.index("none"), PERSISTENCE.index("eadr")
 
 # reg[region, field], regions sorted by base
 RG = fields("RG", "BASE END MEDIA NODE USER DIR PERSIST")
@@ -57,7 +59,7 @@ def init_sections(layout, S, regions, media_ids, persistence):
     for i, r in enumerate(regions):
         reg[i] = (r["base"], r["base"] + r["size_bytes"], media_ids[r["media"]], r["node"],
                   r.get("privilege") == "user", d,
-                  ("none", "adr", "eadr").index(persistence[r["media"]]))
+                  PERSISTENCE.index(persistence[r["media"]]))
         d += _dir_entries(r)
     layout.view(S, "chunk_dir")[:] = NOT_MAPPED
     layout.view(S, "alloc")[ALLOC.FRAMES] = RESERVED_FRAMES
@@ -175,7 +177,8 @@ def durable_frame_of(S, pt, addr):
 
 @inlined
 def persistence(S, addr):
-    """P_NONE, P_ADR or P_EADR for the region holding mapped `addr`."""
+    """The persistence domain (its index in memmodel.media.PERSISTENCE) of the region
+    holding mapped `addr`."""
     return S[ix(S[MH.REG] + find_region(S, addr) * N_RG + RG.PERSIST)]
 
 
@@ -223,6 +226,8 @@ def map_pages(S, pt, start, end):
 @compiled
 def first_poisoned(S, pt, start, end):
     """Address of the first poisoned 64-byte line overlapping mapped [start, end), or -1."""
+    if end <= start:   # nothing to read (an op that faulted before its first byte)
+        return -1
     line = start >> 6
     while line <= (end - 1) >> 6:
         d = S[ix(_chunk_slot(S, line << 6))]

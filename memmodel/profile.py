@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-POLICIES = ("lru", "plru", "fifo", "random")
-PREFETCHERS = ("none", "next_line", "stream")
-MEDIA_KINDS = ("dram", "nvdimm-n", "optane")
-PERSISTENCE = ("none", "adr", "eadr")
+from memmodel.media import KIND_IDS, PERSISTENCE, kind_keys
+from memmodel.policies import POLICY_IDS
+from memmodel.prefetch import PREFETCHER_IDS
+
 CACHE_LEVELS = ("l1d", "l2", "llc")
 PRIVILEGE = ("user", "supervisor")
 CPU_FEATURES = ("erms", "fsrm", "clflushopt", "clwb", "avx2", "avx512f", "smap")
@@ -25,7 +25,8 @@ class ProfileError(ValueError):
     """A profile that cannot be used; the message names file, key and problem."""
 
 
-# (type, sourced, minimum) per key; sourced numbers need value + source/assumption.
+# (type, sourced, minimum) per key; sourced numbers need value + source/assumption. The
+# media kinds' own keys (memmodel.media.KINDS) spell the types as these strings.
 _NUM = "num"
 _INT = "int"
 _STR = "str"
@@ -47,8 +48,8 @@ _CACHE = {
     "size_bytes": (_INT, True, 64),
     "ways": (_INT, True, 1),
     "hit_cycles": (_INT, True, 1),
-    "policy": (_STR, False, POLICIES),
-    "prefetcher": (_STR, False, PREFETCHERS),
+    "policy": (_STR, False, POLICY_IDS),
+    "prefetcher": (_STR, False, PREFETCHER_IDS),
 }
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, 0)}
 _INSTR = {
@@ -81,7 +82,7 @@ _NUMA = {
     "remote_bw_gbps": (_NUM, True, 0.001),
 }
 _MEDIA = {
-    "kind": (_STR, False, MEDIA_KINDS),
+    "kind": (_STR, False, KIND_IDS),
     "read_latency_ns": (_NUM, True, 0),
     "write_accept_ns": (_NUM, True, 0),
     "read_bw_gbps": (_NUM, True, 0.001),
@@ -91,11 +92,6 @@ _MEDIA = {
     "wpq_entries": (_INT, True, 1),
     "persistence": (_STR, False, PERSISTENCE),
     "reads_wait_for_writes": (_BOOL, False, None),
-}
-_OPTANE_EXTRA = {
-    "buffer_read_latency_ns": (_NUM, True, 0),
-    "xpline_bytes": (_INT, True, 64),
-    "xpbuffer_entries": (_INT, True, 1),
 }
 # Work the emulator does not model, declared per operation (DESIGN.md "Honesty rules"):
 # scenarios emit these as WORK ops, the same for every variant.
@@ -239,6 +235,8 @@ def _check_value(where, key, spec, raw, sources):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
         if limit is not None and val not in limit:
             raise ProfileError(f"{where}.{key}: {val!r} is not one of {', '.join(map(repr, limit))}")
+    else:
+        raise TypeError(f"{where}.{key}: the schema names no known type ({kind!r})")
     return val
 
 
@@ -301,12 +299,11 @@ def _validate(raw, fname):
     v["media"] = {}
     for name, m in media.items():
         kind = m.get("kind") if isinstance(m, dict) else None
-        schema = dict(_MEDIA, **_OPTANE_EXTRA) if kind == "optane" else _MEDIA
+        schema = dict(_MEDIA, **kind_keys(kind))
         mv = _check_table(f"{fname}: media.{name}", m, schema, sources)
-        if mv["interleave_bytes"] % 64:
-            raise ProfileError(f"{fname}: media.{name}.interleave_bytes: must be a multiple of 64")
-        if kind == "optane" and mv["xpline_bytes"] % 64:
-            raise ProfileError(f"{fname}: media.{name}.xpline_bytes: must be a multiple of 64")
+        for key in mv:   # media move whole lines: a size in bytes is a multiple of 64
+            if key.endswith("_bytes") and mv[key] % 64:
+                raise ProfileError(f"{fname}: media.{name}.{key}: must be a multiple of 64")
         v["media"][name] = mv
     v["region"] = check_regions(raw.get("region", []), v["media"], f"{fname}: region")
     return v, {k[len(fname) + 2:]: s for k, s in sources.items()}

@@ -1,5 +1,8 @@
 """Least recently used: one last-use stamp per way (as ChampSim's LRU)."""
 from memmodel.jit import inlined, ix
+from memmodel.policies import POLICY_IDS
+
+ID = POLICY_IDS.index("lru")
 
 
 @inlined

@@ -4,6 +4,9 @@ The set's ways-1 tree nodes live in S[r0 : r0+ways-1]; node n has children 2n+1 
 2n+2, and its bit names the half (0 left, 1 right) that holds the next victim.
 """
 from memmodel.jit import inlined, ix
+from memmodel.policies import POLICY_IDS
+
+ID = POLICY_IDS.index("plru")
 
 
 @inlined

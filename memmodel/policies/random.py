@@ -2,6 +2,9 @@
 import numpy as np
 
 from memmodel.jit import inlined, ix
+from memmodel.policies import POLICY_IDS
+
+ID = POLICY_IDS.index("random")
 
 
 @inlined

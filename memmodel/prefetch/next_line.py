@@ -1,5 +1,8 @@
 """Next-line prefetcher: after a miss on line L, fetch L+1 if it is in the same 4 KiB page."""
 from memmodel.jit import inlined
+from memmodel.prefetch import PREFETCHER_IDS
+
+ID = PREFETCHER_IDS.index("next_line")
 
 
 @inlined

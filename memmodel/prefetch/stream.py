@@ -7,6 +7,9 @@ least recently used; the table size is the profile's prefetch.stream_entries.
 """
 from memmodel.jit import compiled, ix
 from memmodel.layout import MH, fields
+from memmodel.prefetch import PREFETCHER_IDS
+
+ID = PREFETCHER_IDS.index("stream")
 
 ROW = fields("ROW", "PAGE LAST NEXT STAMP")   # columns of a table row
 N_ROW = len(ROW)

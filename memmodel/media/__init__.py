@@ -1,0 +1,127 @@
+"""Media backends: DRAM, NVDIMM-N and Optane DCPMM behind per-channel queues.
+
+Time is in core cycles; channel occupancy is kept in fixed point (FP units per cycle) so
+that bandwidths that are not a whole number of bytes per cycle are not rounded away.
+A read starts at max(arrival, channel free), holds the channel for bytes/bandwidth and
+returns after the media's idle load-to-use latency. Writes are posted: accepted into the
+channel's write-pending queue (WPQ) when it has a free slot; the media drains the queue at
+its write bandwidth. A remote (other NUMA node) request also crosses the interconnect, a
+shared link with its own bandwidth and latency. What all kinds share (channel rows,
+interleave, WPQ, the link) is in _channels.py; each kind's module times the media itself:
+dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
+
+KINDS is the one list of media kinds and PERSISTENCE of persistence domains: a profile's
+[media.NAME] `kind` and `persistence` are names here. A kind's id, its index in KIND_IDS,
+is what compiled code dispatches on, in memmodel.media._dispatch. This module imports
+nothing compiled, so that memmodel.profile can take the names and each kind's profile keys
+from it without numba; the kinds' modules are imported when a machine is built.
+
+Adding a media kind: a module NAME.py with init_params(), read() and write() (as in
+dram.py) and `KIND = KIND_IDS.index("NAME")`, its line in KINDS (with the profile keys it
+adds), and one branch for it in _dispatch.read and _dispatch.write. A kind with DRAM-like
+timing needs only its line in KINDS, naming "dram".
+"""
+from importlib import import_module
+
+from memmodel.layout import fields
+
+FP = 1024
+
+# kind -> (the module of this package that times it, the keys it adds to its profile
+# [media.NAME] table, as memmodel.profile's (type, sourced, minimum) specs)
+KINDS = {
+    "dram": ("dram", {}),
+    "nvdimm-n": ("dram", {}),
+    "optane": ("optane", {
+        "buffer_read_latency_ns": ("num", True, 0),
+        "xpline_bytes": ("int", True, 64),
+        "xpbuffer_entries": ("int", True, 1),
+    }),
+}
+KIND_IDS = tuple(KINDS)
+PERSISTENCE = ("none", "adr", "eadr")
+
+# mp[media, field] (latencies in cycles, occupancies in FP units)
+MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT RD_OCC_FP WR_OCC_FP BUS_OCC_FP CHANNELS "
+            "INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
+N_MPARAMS = len(MP)
+
+# mcnt[media, counter]; stats() names them in lower case
+MC = fields("MC", "READS WRITES PARTIAL_WRITES MEDIA_LINE_READS MEDIA_LINE_WRITES "
+            "READ_MODIFY_WRITES XPBUFFER_HITS WPQ_FULL_STALL_CYCLES READ_QUEUE_CYCLES")
+MEDIA_COUNTER_NAMES = tuple(c.name.lower() for c in MC)
+N_MCOUNTERS = len(MC)
+
+# mglob[]: interconnect and the shape of a chan row
+G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT CHAN_STRIDE XP0 XP_MAX")
+# chan[channel, ...]: RD_BUSY, WR_BUSY (FP), WPQ_HEAD, WPQ slots from WPQ0 (drain-complete
+# cycle), then XPBuffer entries (memmodel.media.optane) from G.XP0 as four runs of G.XP_MAX
+# (XP): tag, written-chunk mask, loaded, LRU stamp. A row has room for the largest
+# XPBuffer of the profile's media (one entry if none has one); other kinds leave it empty.
+CH = fields("CH", "RD_BUSY WR_BUSY WPQ_HEAD WPQ0")
+XP = fields("XP", "TAG MASK LOADED STAMP")
+
+
+def module(kind):
+    """The module that times media of `kind`."""
+    return import_module(f"{__name__}.{KINDS[kind][0]}")
+
+
+def kind_keys(kind):
+    """The keys media of `kind` add to a profile's [media.NAME] table ({} for an unknown
+    kind, which the profile rejects by its `kind` key)."""
+    return KINDS[kind][1] if kind in KIND_IDS else {}
+
+
+def cycles(ns, freq_ghz):
+    return int(round(ns * freq_ghz))
+
+
+def occ_fp(nbytes, gbps, freq_ghz):
+    """Channel occupancy in FP units for moving `nbytes` at `gbps` (GB/s = bytes/ns)."""
+    return max(1, int(round(nbytes * freq_ghz / gbps * FP)))
+
+
+def _shape(media):
+    channels = sum(m["channels"] for m in media)
+    max_q = max(m["wpq_entries"] for m in media)
+    max_x = max([m.get("xpbuffer_entries", 1) for m in media])
+    return channels, max_q, max_x
+
+
+def add_sections(layout, media):
+    channels, max_q, max_x = _shape(media)
+    layout.add("mp", (len(media), N_MPARAMS))
+    layout.add("mcnt", (len(media), N_MCOUNTERS))
+    layout.add("chan", (channels, CH.WPQ0 + max_q + len(XP) * max_x))
+    layout.add("mglob", len(G))
+
+
+def init_sections(layout, S, media, freq_ghz, numa):
+    """`media`: list of resolved [media.*] dicts (order = media id)."""
+    params = layout.view(S, "mp")
+    channels, max_q, max_x = _shape(media)
+    chan0 = 0
+    for i, m in enumerate(media):
+        ch = m["channels"]
+        p = params[i]
+        p[MP.KIND] = KIND_IDS.index(m["kind"])
+        p[MP.READ_LAT] = cycles(m["read_latency_ns"], freq_ghz)
+        p[MP.ACCEPT_LAT] = cycles(m["write_accept_ns"], freq_ghz)
+        p[MP.CHANNELS] = ch
+        p[MP.INTERLEAVE] = m["interleave_bytes"]
+        p[MP.CHAN0] = chan0
+        p[MP.WPQ] = m["wpq_entries"]
+        p[MP.SHARED_BUSY] = 1 if m["reads_wait_for_writes"] else 0
+        p[MP.PERSIST] = PERSISTENCE.index(m["persistence"])
+        module(m["kind"]).init_params(p, m, freq_ghz, m["read_bw_gbps"] / ch,
+                                      m["write_bw_gbps"] / ch)
+        chan0 += ch
+    g = layout.view(S, "mglob")
+    g[G.LINK_OCC_FP] = occ_fp(64, numa["remote_bw_gbps"], freq_ghz)
+    g[G.LINK_LAT] = cycles(numa["remote_latency_ns"], freq_ghz)
+    g[G.CHAN_STRIDE] = CH.WPQ0 + max_q + len(XP) * max_x
+    g[G.XP0] = CH.WPQ0 + max_q
+    g[G.XP_MAX] = max_x
+    chan = layout.view(S, "chan")
+    chan[:, CH.WPQ0 + max_q:CH.WPQ0 + max_q + max_x] = -1  # XPBuffer tags: empty

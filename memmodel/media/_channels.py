@@ -1,0 +1,75 @@
+"""What every media kind shares: the channel an address interleaves to, the NUMA link, a
+read's hold on its channel and a write's slot in the channel's write-pending queue (the
+fields are declared in memmodel.media)."""
+from memmodel.jit import inlined, ix, trailing_zeros
+from memmodel.layout import MH
+from memmodel.media import CH, FP, MC, MP, N_MCOUNTERS, G
+
+
+@inlined
+def cdiv_fp(t_fp):
+    return (t_fp + FP - 1) // FP
+
+
+@inlined
+def mcount(S, m, counter, n):
+    S[ix(S[MH.MCNT] + m * N_MCOUNTERS + counter)] += n
+
+
+@inlined
+def channel_row(S, p, addr):
+    """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
+    il, n = S[ix(p + MP.INTERLEAVE)], S[ix(p + MP.CHANNELS)]
+    # powers of two (the usual case; the profile keeps both positive): no 64-bit division
+    if (il & (il - 1)) | (n & (n - 1)) == 0:
+        c = (addr >> trailing_zeros(il)) & (n - 1)
+    else:
+        c = (addr // il) % n
+    return S[MH.CHAN] + (S[ix(p + MP.CHAN0)] + c) * S[S[MH.MGLOB] + G.CHAN_STRIDE]
+
+
+@inlined
+def link_lat(S):
+    return S[S[MH.MGLOB] + G.LINK_LAT]
+
+
+@inlined
+def cross_link(S, t):
+    """A remote request crosses the interconnect: returns the cycle it leaves the link."""
+    g = S[MH.MGLOB]
+    start = max(t * FP, S[ix(g + G.LINK_BUSY_FP)])
+    S[ix(g + G.LINK_BUSY_FP)] = start + S[ix(g + G.LINK_OCC_FP)]
+    return cdiv_fp(start) + S[ix(g + G.LINK_LAT)]
+
+
+@inlined
+def occupy_for_read(S, p, m, row, t, occ):
+    """A read arriving at cycle t holds its channel (the write side too, when reads wait for
+    writes) for `occ` FP units from when it is free; returns the cycle it starts."""
+    busy = row + (CH.WR_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
+    start_fp = max(t * FP, S[ix(busy)])
+    S[ix(busy)] = start_fp + occ
+    start = cdiv_fp(start_fp)
+    mcount(S, m, MC.READ_QUEUE_CYCLES, start - t)
+    return start
+
+
+@inlined
+def wpq_accept(S, p, m, row, t):
+    """A write arriving at cycle t: (its WPQ slot, the cycle the slot takes it)."""
+    head = S[ix(row + CH.WPQ_HEAD)]
+    arrive = t + S[ix(p + MP.ACCEPT_LAT)]
+    accept = max(arrive, S[ix(row + CH.WPQ0 + head)])
+    mcount(S, m, MC.WPQ_FULL_STALL_CYCLES, accept - arrive)
+    return head, accept
+
+
+@inlined
+def wpq_drain(S, p, row, head, accept, occ):
+    """The media drains the write in WPQ slot `head` (accepted at `accept`) for `occ` FP
+    units of the write side; the slot is free again when that is done."""
+    start_fp = max(accept * FP, S[ix(row + CH.WR_BUSY)])
+    S[ix(row + CH.WR_BUSY)] = start_fp + occ
+    S[ix(row + CH.WPQ0 + head)] = cdiv_fp(S[ix(row + CH.WR_BUSY)])
+    # (head + 1) % wpq, head < wpq
+    S[ix(row + CH.WPQ_HEAD)] = head + 1 if head + 1 < S[ix(p + MP.WPQ)] else 0

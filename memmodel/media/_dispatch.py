@@ -1,0 +1,48 @@
+"""The media side's one dispatch on kind: a read or a posted write goes through the
+channel its address interleaves to (memmodel.media._channels), and the kind's module times
+the media behind it. The last branch takes the DRAM-like kinds."""
+from memmodel.jit import inlined, ix
+from memmodel.layout import MH
+from memmodel.media import MC, MP, N_MPARAMS, dram, optane
+from memmodel.media import _channels as ch
+
+
+@inlined
+def read(S, m, addr, t0, remote, stamp):
+    """A 64-byte read of media `m` by a load that started at cycle t0; returns the cycle
+    its data is back (idle: t0 + the media's load-to-use latency)."""
+    p = S[MH.MP] + m * N_MPARAMS
+    row = ch.channel_row(S, p, addr)
+    ch.mcount(S, m, MC.READS, 1)
+    t = t0
+    if remote:   # the request crosses the link now, the data's latency is paid on return
+        t = ch.cross_link(S, t0) - ch.link_lat(S)
+    if S[ix(p + MP.KIND)] == optane.KIND:
+        lat, occ = optane.read(S, p, m, row, addr, stamp)
+    else:
+        lat, occ = dram.read(S, p, m, row, addr, stamp)
+    done = ch.occupy_for_read(S, p, m, row, t, occ) + lat
+    if remote:
+        done += ch.link_lat(S)
+    return done
+
+
+@inlined
+def write(S, m, addr, nbytes, t0, remote, stamp):
+    """A posted write of `nbytes` (<= 64, one line) issued at t0; returns the cycle the
+    memory controller accepts it (enters the WPQ, the ADR persistence domain)."""
+    p = S[MH.MP] + m * N_MPARAMS
+    row = ch.channel_row(S, p, addr)
+    ch.mcount(S, m, MC.WRITES, 1)
+    if nbytes < 64:
+        ch.mcount(S, m, MC.PARTIAL_WRITES, 1)
+    t = t0
+    if remote:
+        t = ch.cross_link(S, t0)
+    slot, accept = ch.wpq_accept(S, p, m, row, t)
+    if S[ix(p + MP.KIND)] == optane.KIND:
+        occ = optane.write(S, p, m, row, addr, nbytes, stamp)
+    else:
+        occ = dram.write(S, p, m, row, addr, nbytes, stamp)
+    ch.wpq_drain(S, p, row, slot, accept, occ)
+    return accept
