@@ -2,20 +2,6 @@
 pages made present; after a caught fault: the exception-table fixup."""
 from emu import _handlers as hd
 from emu import _pipeline as pl
-from emu._opcodes import (
-    CAREFUL_COPY,
-    CLFLUSH,
-    CLFLUSHOPT,
-    CLWB,
-    FLUSH_RANGE,
-    LOAD,
-    MOVNT,
-    NT_COPY,
-    PEER_READ,
-    PEER_WRITE,
-    REP_MOVSB,
-    STORE,
-)
 from emu.state import (
     SC,
     ST_FAULT_MCE,
@@ -27,35 +13,42 @@ from emu.state import (
     TP,
 )
 from isa.ops import (
+    BULK,
     COL_ADDR,
     COL_FLAGS,
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    CONSUMES_POISON,
     FLAG_EXTABLE,
     FLAG_MCSAFE,
     FLAG_ZERO_TAIL,
+    PEER,
+    RANGE_KIND,
+    WRITES_MEMORY,
+    RangeKind,
 )
 from memmodel import _memside as mside
 from memmodel import _persist as persist
 from memmodel import memory as mm
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MS, MT
 
 
 @inlined
 def op_ranges(ops, i):
-    """The byte ranges op i touches: (dst start, dst end, src start, src end)."""
-    op = ops[i, COL_OP]
+    """The byte ranges op i touches (its OP_SPEC range kind): (dst start, dst end, src start,
+    src end)."""
+    kind = RANGE_KIND[ix(ops[i, COL_OP])]
     a = ops[i, COL_ADDR]
     n = ops[i, COL_SIZE]
-    if op == LOAD or op == STORE or op == MOVNT or op == PEER_WRITE or op == PEER_READ:
+    if kind == RangeKind.BYTES:
         return a, a + n, 0, 0
-    if op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
+    if kind == RangeKind.LINE:
         return a & ~63, (a & ~63) + 64, 0, 0
-    if op == FLUSH_RANGE and n > 0:
+    if kind == RangeKind.LINES and n > 0:
         return a & ~63, ((a + n + 63) >> 6) << 6, 0, 0
-    if op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
+    if kind == RangeKind.DST_SRC:
         return a, a + n, ops[i, COL_SRC], ops[i, COL_SRC] + n
     return 0, 0, 0, 0
 
@@ -63,13 +56,13 @@ def op_ranges(ops, i):
 @inlined
 def fast_ok(S, op, d0, d1, s0, s1):
     """The common case needs no check: ranges inside the region checked last, and a
-    functional store into the page made present last."""
+    functional write of some bytes into the page made present last."""
     lo, hi = S[SC.REG_LO], S[SC.REG_HI]
     if d1 > d0 and (d0 < lo or d1 > hi):
         return False
     if s1 > s0:
         return False
-    if S[MT.FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE):
+    if S[MT.FUNCTIONAL] and d1 > d0 and WRITES_MEMORY[ix(op)]:
         return (d0 >> 12) == S[SC.PAGE_OK] and ((d1 - 1) >> 12) == S[SC.PAGE_OK]
     return True
 
@@ -102,11 +95,6 @@ def first_fault(S, a0, a1, checked):
     return a1, ST_OK
 
 
-@inlined
-def is_copy(op):
-    return op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY
-
-
 @compiled
 def _zero_tail(S, ops, i, d0, d1):
     """Does op i's fixup zero the destination's uncopied tail (copy_from_user)? Only when
@@ -128,15 +116,15 @@ def precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     ok = ops[i, COL_SIZE]
     why = ST_OK
     at = 0
-    peer = op == PEER_WRITE or op == PEER_READ
+    peer = PEER[ix(op)]
     fd, wd = first_fault(S, d0, d1, not peer)   # another core's access: mapped only
     if wd != ST_OK:
         ok, why, at = fd - d0, wd, fd
     fs, ws = first_fault(S, s0, s1, True)
     if ws != ST_OK and fs - s0 < ok:
         ok, why, at = fs - s0, ws, fs
-    if S[SC.POISON_N] and (op == LOAD or is_copy(op)):
-        r0 = d0 if op == LOAD else s0
+    if S[SC.POISON_N] and CONSUMES_POISON[ix(op)]:
+        r0 = s0 if RANGE_KIND[ix(op)] == RangeKind.DST_SRC else d0   # a copy loads its source
         p = mm.first_poisoned(S, pt, r0, r0 + ok)
         if p >= 0:   # poison is consumed by the load of its line
             ok, why, at = max(p, r0) - r0, ST_FAULT_MCE, p
@@ -148,7 +136,7 @@ def precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
             return -1
         S[SC.FAULT] = why
         S[SC.FAULT_ADDR] = at
-        if not is_copy(op):
+        if not BULK[ix(op)]:   # a single access does none of its bytes
             ok = 0
     elif d1 > d0 and not S[SC.POISON_N] and not peer:   # not checked as ours
         r = mm.find_region(S, d0)
@@ -157,7 +145,7 @@ def precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
                                                   and mm.reg(S, r, mm.RG.USER)):
             S[SC.REG_LO] = mm.reg(S, r, mm.RG.BASE)
             S[SC.REG_HI] = mm.reg(S, r, mm.RG.END)
-    if S[MT.FUNCTIONAL] and (op == STORE or op == MOVNT or op == PEER_WRITE or is_copy(op)):
+    if S[MT.FUNCTIONAL] and WRITES_MEMORY[ix(op)]:
         e0 = d1 if _zero_tail(S, ops, i, d0, d1) else d0 + ok
         e1 = s0 + ok if s1 > s0 else s0
         need = out[2:4]

@@ -5,29 +5,6 @@ from emu import _fast as fast
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu import _speculation as spec
-from emu._opcodes import (
-    BRANCH,
-    CAREFUL_COPY,
-    CLAC,
-    CLFLUSH,
-    CLFLUSHOPT,
-    CLWB,
-    FLUSH_RANGE,
-    INDEX_MASK,
-    LFENCE,
-    LOAD,
-    MFENCE,
-    MOVNT,
-    NT_COPY,
-    PEER_READ,
-    PEER_WRITE,
-    REP_MOVSB,
-    SFENCE,
-    SITE,
-    STAC,
-    STORE,
-    WORK,
-)
 from emu.state import SC, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
@@ -39,12 +16,14 @@ from isa.ops import (
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
+    HOLDS_ROB,
+    Op,
 )
 from memmodel import _hierarchy as hier
 from memmodel import _persist as persist
 from memmodel import _wc as wcb
 from memmodel import memory as mm
-from memmodel.jit import compiled
+from memmodel.jit import compiled, ix
 from memmodel.layout import MS, MT
 
 
@@ -62,7 +41,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
     skip = 0 if plain else n   # after _plain_run took no op, the next few bypass it
     while i < n:
         op = ops[i, COL_OP]
-        if (op == LOAD or op == STORE) and skip == 0:
+        if (op == Op.LOAD or op == Op.STORE) and skip == 0:
             j = fast.plain_run(S, pt, frames, ops, data, i, n)
             if j == n:
                 break
@@ -78,7 +57,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         flags = ops[i, COL_FLAGS]
         addr = ops[i, COL_ADDR]
         size = ops[i, COL_SIZE]
-        if op == LOAD and flags & (FLAG_INDEXED | FLAG_MASKED):
+        if op == Op.LOAD and flags & (FLAG_INDEXED | FLAG_MASKED):
             addr = spec.load_address(S, ops, i, S[SC.VAL], S[SC.MASK])
             d0, d1, s0, s1 = addr, addr + size, 0, 0
         else:
@@ -89,63 +68,63 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             if ok < 0:
                 return
         S[SC.OPS] += 1
-        if op != SITE and op != WORK and op != PEER_WRITE and op != PEER_READ:
+        if HOLDS_ROB[ix(op)]:
             pl.rob_gate(S)
-        if op == LOAD:
+        if op == Op.LOAD:
             if ok == size:
                 hd.load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED))
                 if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & FLAG_INDEXED:
                     S[SC.VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
-        elif op == STORE:
+        elif op == Op.STORE:
             if ok == size:
                 hd.store(S, addr, size)
                 if functional:
                     hd.store_data(S, pt, frames, ops, data, i, addr, size)
                     persist.eadr_store(S, addr, size)
-        elif op == MOVNT:
+        elif op == Op.MOVNT:
             if ok == size:
                 S[SC.NOW] = wcb.movnt_bytes(S, addr, size, -1, S[SC.NOW])
                 pl.issue(S, S[TP.MOVNT])
                 if functional:
                     hd.store_data(S, pt, frames, ops, data, i, addr, size)
-        elif op == CLFLUSH or op == CLFLUSHOPT or op == CLWB:
+        elif op == Op.CLFLUSH or op == Op.CLFLUSHOPT or op == Op.CLWB:
             hd.flush(S, addr >> 6, op, -1)
-        elif op == FLUSH_RANGE:
+        elif op == Op.FLUSH_RANGE:
             if size > 0:
                 hd.flush_range(S, pt, frames, addr, size, ops[i, COL_IMM])
-        elif op == SFENCE:
+        elif op == Op.SFENCE:
             hd.sfence(S)
-        elif op == LFENCE:
+        elif op == Op.LFENCE:
             hd.lfence(S)
-        elif op == MFENCE:
+        elif op == Op.MFENCE:
             hd.mfence(S)
-        elif op == STAC or op == CLAC:
-            S[SC.AC] = 1 if op == STAC else 0
+        elif op == Op.STAC or op == Op.CLAC:
+            S[SC.AC] = 1 if op == Op.STAC else 0
             if S[TP.SMAP]:
-                S[SC.NOW] += S[TP.STAC] if op == STAC else S[TP.CLAC]
-        elif op == REP_MOVSB or op == NT_COPY or op == CAREFUL_COPY:
+                S[SC.NOW] += S[TP.STAC] if op == Op.STAC else S[TP.CLAC]
+        elif op == Op.REP_MOVSB or op == Op.NT_COPY or op == Op.CAREFUL_COPY:
             if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
                 pl.stall_until(S, S[SC.DEP_READY])
             hd.copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
-        elif op == WORK:
+        elif op == Op.WORK:
             if flags & FLAG_DEPENDENT:   # it computes on the previous load's data
                 pl.stall_until(S, S[SC.DEP_READY])
             S[SC.NOW] += ops[i, COL_IMM]
-        elif op == SITE:
+        elif op == Op.SITE:
             pl.site_close(S, S[SC.NOW])
             S[SC.SITE] = ops[i, COL_IMM]
-        elif op == BRANCH:
+        elif op == Op.BRANCH:
             i += spec.branch(S, pt, frames, ops, i)
-        elif op == PEER_WRITE:
+        elif op == Op.PEER_WRITE:
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_write(S, line, S[SC.NOW])
             if functional:
                 hd.store_data(S, pt, frames, ops, data, i, addr, size)
                 persist.eadr_store(S, addr, size)   # under eADR the peer's cache is durable too
-        elif op == PEER_READ:
+        elif op == Op.PEER_READ:
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_read(S, line, S[SC.NOW])
-        elif op == INDEX_MASK:
+        elif op == Op.INDEX_MASK:
             S[SC.MASK], S[SC.DEP_READY] = spec.index_mask(S, ops, i, S[SC.NOW], S[SC.DEP_READY])
             pl.issue(S, 3)   # cmp, sbb, and
         if S[SC.FAULT] != ST_OK:
@@ -153,7 +132,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         if functional:
             if S[MS.PQ_COUNT]:
                 persist.persist_queue(S, pt, frames, -1, -1)
-            if (op == SFENCE or op == MFENCE) and S[MS.PEND_COUNT]:
+            if (op == Op.SFENCE or op == Op.MFENCE) and S[MS.PEND_COUNT]:
                 persist.apply_pending(S, pt, frames)
         i += 1
     out[1] = n

@@ -2,12 +2,16 @@
 tests/test_fast_path.py)."""
 from emu import _handlers as hd
 from emu import _pipeline as pl
-from emu._opcodes import (
-    LOAD,
-    STORE,
-)
 from emu.state import EH, SC, TP
-from isa.ops import COL_ADDR, COL_FLAGS, COL_OP, COL_SIZE, FLAG_DEPENDENT, FLAG_INDEXED
+from isa.ops import (
+    COL_ADDR,
+    COL_FLAGS,
+    COL_OP,
+    COL_SIZE,
+    FLAG_DEPENDENT,
+    FLAG_INDEXED,
+    Op,
+)
 from memmodel import _hierarchy as hier
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -27,7 +31,7 @@ def host_prefetch_op(S, ops, j):
     """Host-cache hint for op j (a few ops ahead): if it is a load or store of a new line,
     start loading its sets' state below L1 (L1's is small and stays in the host cache)."""
     op = ops[ix(j), COL_OP]
-    if op == LOAD or op == STORE:
+    if op == Op.LOAD or op == Op.STORE:
         line = ops[ix(j), COL_ADDR] >> 6
         if line != ops[ix(j - 1), COL_ADDR] >> 6 and line != ops[ix(j - 2), COL_ADDR] >> 6:
             for lvl in range(1, S[MT.LEVELS]):
@@ -68,11 +72,11 @@ def plain_run(S, pt, frames, ops, data, i, n):
         flags = ops[ix(i), COL_FLAGS]
         addr = ops[ix(i), COL_ADDR]
         size = ops[ix(i), COL_SIZE]
-        if op == LOAD:
+        if op == Op.LOAD:
             if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
                                            and ops[ix(i + 1), COL_FLAGS] & FLAG_INDEXED):
                 break
-        elif op != STORE or flags or (functional and addr >> 12 != page_ok):
+        elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
             break
         if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
             break
@@ -95,25 +99,25 @@ def plain_run(S, pt, frames, ops, data, i, n):
             host_prefetch_op(S, ops, i + PF_AHEAD)
         now, rh, rc = pl.rob_gate_v(S, rob, rseq, rdone, now, seq, rh, rc)
         t0 = now
-        if op == LOAD and flags and dep > t0:
+        if op == Op.LOAD and flags and dep > t0:
             t0 = dep
         if b >= 0:
             stamp += 1
             cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
             ready = max(t0 + hit, S[ix(rdy + b)])
-            if op == LOAD:
+            if op == Op.LOAD:
                 lhits += 1
             else:
                 shits += 1
                 S[ix(flg + b)] |= cm.F_DIRTY
         else:
             S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
-            ready, wait = hier.demand_miss(S, line, t0, K_LOAD if op == LOAD else K_STORE)
+            ready, wait = hier.demand_miss(S, line, t0, K_LOAD if op == Op.LOAD else K_STORE)
             now, stamp = max(now, wait), S[cm.LV_AT + cm.LV.STAMP]
             ml1, ms1, mb1 = ml0, ms0, mb0
             ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
                 S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
-        if op == LOAD:
+        if op == Op.LOAD:
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             dep = ready
             now, rh, rc, lmax = pl.rob_push_v(S, rob, rseq, rdone, ready, now, seq, rh, rc, lmax)

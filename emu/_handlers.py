@@ -1,13 +1,7 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
 from emu import _pipeline as pl
-from emu._opcodes import (
-    CLFLUSH,
-    CLWB,
-    NT_COPY,
-    REP_MOVSB,
-)
 from emu.state import SC, TP
-from isa.ops import COL_DATA, COL_IMM
+from isa.ops import COL_DATA, COL_IMM, Op
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
 from memmodel import _persist as persist
@@ -71,8 +65,8 @@ def flush(S, line, kind, r):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
     r: the line's region, or -1."""
     now = S[SC.NOW]
-    dirty = hier.evict_everywhere(S, line, kind == CLWB)
-    if kind == CLFLUSH:
+    dirty = hier.evict_everywhere(S, line, kind == Op.CLWB)
+    if kind == Op.CLFLUSH:
         start = max(now, S[SC.CLFLUSH_CHAIN])
         done = start + S[TP.CLFLUSH]
         if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
@@ -81,7 +75,7 @@ def flush(S, line, kind, r):
         pl.sb_push(S, done)
     else:
         start = max(now, S[SC.FLUSH_UNIT])
-        cost = S[TP.CLWB] if kind == CLWB else S[TP.CLFLUSHOPT]
+        cost = S[TP.CLWB] if kind == Op.CLWB else S[TP.CLFLUSHOPT]
         S[SC.FLUSH_UNIT] = start + cost
         done = start + cost
         if dirty:  # guaranteed durable only after the next fence
@@ -142,8 +136,8 @@ def copy(S, pt, frames, op, dst, src, n):
     """Bulk copies, expanded per destination line (sources are read line by line)."""
     if n <= 0:
         return
-    nrfo = op == REP_MOVSB and n >= S[TP.REP_NRFO]
-    if op == REP_MOVSB:
+    nrfo = op == Op.REP_MOVSB and n >= S[TP.REP_NRFO]
+    if op == Op.REP_MOVSB:
         S[SC.NOW] += S[TP.REP_START]
     functional = S[MT.FUNCTIONAL]
     prev_src = -1
@@ -183,15 +177,15 @@ def copy(S, pt, frames, op, dst, src, n):
                 ready = max(ready, got)
                 pl.stall_until(S, wait)
                 prev_src = sl
-                if op != REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
+                if op != Op.REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
                     cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
         pl.rob_push(S, ready)
         S[SC.DEP_READY] = max(S[SC.DEP_READY], ready) if pos else ready   # the data copied
         line = d >> 6
-        if op == NT_COPY:
+        if op == Op.NT_COPY:
             S[SC.NOW] = wcb.movnt_bytes(S, d, k, r, S[SC.NOW])
             pl.issue(S, words * (1 + S[TP.MOVNT]))
-        elif op == REP_MOVSB:
+        elif op == Op.REP_MOVSB:
             if nrfo and k == 64:
                 hier.own_line(S, line, t0)
                 pl.sb_push(S, max(t0 + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
@@ -205,7 +199,7 @@ def copy(S, pt, frames, op, dst, src, n):
             cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
             pl.issue(S, 2 * words)
         if functional:
-            if op != NT_COPY and eadr:  # persist.eadr_store(S, d, k): d..d+k is in one line
+            if op != Op.NT_COPY and eadr:  # persist.eadr_store(S, d, k): d..d+k is in one line
                 persist.pq_push(S, d >> 6, FULL_MASK, PK_NOW)
             if S[MS.PQ_COUNT]:
                 persist.persist_queue(S, pt, frames, dpage, drow)

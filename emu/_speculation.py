@@ -1,14 +1,6 @@
 """Branches and the transient window of a misprediction (Spectre v1 and its barriers)."""
 from emu import _checks as ck
 from emu import _pipeline as pl
-from emu._opcodes import (
-    INDEX_MASK,
-    LOAD,
-    MOVNT,
-    SITE,
-    STORE,
-    WORK,
-)
 from emu.state import SC, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
@@ -17,15 +9,17 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    ENDS_WINDOW,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_PREDICT_IN,
+    Op,
 )
 from memmodel import _hierarchy as hier
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MS, MT
 
 FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
@@ -60,8 +54,9 @@ def index_mask(S, ops, j, t, dep):
 def transient(S, pt, frames, ops, j0, j1, resolve):
     """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
     loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
-    an LFENCE (or any fence, flush, STAC/CLAC, bulk op, branch) ends the window, as does a
-    reorder buffer's worth of uops. A load that would fault or consume poison ends it too:
+    an op with OP_SPEC's P_ENDS_WINDOW (an LFENCE, or any fence, flush, STAC/CLAC, bulk
+    op, branch, another core's access) ends the window, as does a reorder buffer's worth
+    of uops. A load that would fault or consume poison ends it too:
     no fill. Architectural state other than the caches is left as it was."""
     now = S[SC.NOW]
     S[MS.SPEC] = 1
@@ -74,7 +69,7 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
             break
         op = ops[j, COL_OP]
         flags = ops[j, COL_FLAGS]
-        if op == LOAD:
+        if op == Op.LOAD:
             a = load_address(S, ops, j, val, mask)
             size = ops[j, COL_SIZE]
             if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
@@ -86,11 +81,11 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
             if (a + size - 1) >> 6 != a >> 6:
                 dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD)[0])
             val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
-        elif op == INDEX_MASK:
+        elif op == Op.INDEX_MASK:
             mask, dep = index_mask(S, ops, j, t, dep)
-        elif op == WORK:
+        elif op == Op.WORK:
             work += ops[j, COL_IMM]
-        elif op != STORE and op != MOVNT and op != SITE:
+        elif ENDS_WINDOW[ix(op)]:
             break
         uops += 1
     S[MS.SPEC] = 0

@@ -14,8 +14,18 @@ import numpy as np
 from emu import _core
 from emu import _pipeline
 from emu import state as st
-from isa.ops import COL_FLAGS, COL_OP, FLAG_EXTABLE, FLAG_MCSAFE, N_COLS, Op
-from isa.program import EFAULT, PHYS_LIMIT, Program, Ret, remap_sites
+from isa.ops import (
+    COL_FLAGS,
+    COL_OP,
+    FLAG_EXTABLE,
+    FLAG_MCSAFE,
+    N_COLS,
+    PEER,
+    PEER_OPS,
+    PHYS_LIMIT,
+    Op,
+)
+from isa.program import EFAULT, Program, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import _persist as persist
@@ -245,10 +255,10 @@ class Machine:
         _announce_compile(self)
         program.validate()
         ops = self._global_ops(program)
-        if len(self.profile.values["cache"]) < 2 and np.isin(
-                ops[:, COL_OP], (Op.PEER_WRITE, Op.PEER_READ)).any():
-            raise ValueError("PEER_WRITE/PEER_READ: another core's access needs a private cache "
-                             "level above a shared last level; this profile has one level")
+        if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
+            raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
+                             "needs a private cache level above a shared last level; this "
+                             "profile has one level")
         data = program.data
         start_cycle = self.cycles
         fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())

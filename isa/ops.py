@@ -1,9 +1,14 @@
-"""Opcodes and the operand layout of a Program's op array.
+"""Opcodes, the operand layout of a Program's op array, and OP_SPEC: what each op is.
 
-A Program is an int64 array of shape (n, N_COLS); each row is one op. The
-compiled core dispatches on the OP column; every opcode has its own handler.
+A Program is an int64 array of shape (n, N_COLS); each row is one op. The compiled core
+dispatches on the OP column; every opcode has its own handler. OP_SPEC gives one row of
+properties per opcode; the validator (isa._validate), the core (emu) and the CLI read
+them through the int64 arrays derived below, which compiled code freezes as constants.
 """
 from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
 
 
 class Op(IntEnum):
@@ -57,3 +62,130 @@ FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64
+PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
+
+
+class AddrKind(IntEnum):
+    """What COL_ADDR holds."""
+    NONE = 0
+    ADDRESS = 1   # a byte address (a copy's destination)
+    INDEX = 2     # an index compared with the limit in COL_SIZE: no address
+
+
+class SizeRule(IntEnum):
+    """What COL_SIZE holds, and the values allowed."""
+    NONE = 0
+    UP_TO_LINE = 1   # 1..64 bytes (they may cross into the next line)
+    MOVNT = 2        # one of MOVNT_SIZES, the address aligned to it
+    LENGTH = 3       # any length >= 0
+    LIMIT = 4        # the bound (>= 0) of the index in COL_ADDR
+
+
+class ImmKind(IntEnum):
+    """What COL_IMM holds."""
+    NONE = 0
+    DATA = 1         # the bytes written (little-endian) when COL_DATA is -1
+    SCALE = 2        # FLAG_INDEXED: the scale of the index, 0..MAX_SCALE
+    FLUSH_KIND = 3   # an op with P_FLUSH, repeated per line
+    CYCLES = 4       # cycles of work, >= 0
+    SITE = 5         # an index into the Program's site names
+    BODY = 6         # how many of the following ops the op guards, all inside the program
+
+
+class RangeKind(IntEnum):
+    """The bytes an op touches (emu._checks.op_ranges): what is checked for faults and
+    poison, made present, and remapped with a trace."""
+    NONE = 0
+    BYTES = 1      # [addr, addr+size)
+    LINE = 2       # the 64-byte line holding addr
+    LINES = 3      # the lines overlapping [addr, addr+size); none when size is 0
+    DST_SRC = 4    # destination [addr, addr+size) and source [src, src+size)
+
+
+# Properties, the bits of OpSpec.props.
+P_WRITES = 1       # writes functional memory (its pages must be present)
+P_POISON = 2       # consumes poison: it loads its bytes (a copy, its source's)
+P_ENDS_WINDOW = 4  # not run down a mispredicted path: it ends the transient window
+P_ROB = 8          # takes a reorder-buffer entry (waits at the ROB gate)
+P_BULK = 16        # many accesses in one op: a caught fault stops it at that byte
+P_PEER = 32        # another core's access: no issue slot, checked only for being mapped
+P_FLUSH = 64       # writes its line back and/or evicts it: a kind FLUSH_RANGE repeats
+
+
+class OpSpec(NamedTuple):
+    props: int                       # P_* bits
+    addr: AddrKind = AddrKind.NONE
+    size: SizeRule = SizeRule.NONE
+    imm: ImmKind = ImmKind.NONE
+    range: RangeKind = RangeKind.NONE
+    flags: int = 0                   # FLAG_* the op may carry (the core ignores others)
+
+
+_AT = {"addr": AddrKind.ADDRESS, "range": RangeKind.BYTES}   # an access to [addr, addr+size)
+_COPY = {"addr": AddrKind.ADDRESS, "size": SizeRule.LENGTH, "range": RangeKind.DST_SRC,
+         "flags": FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL}
+_COPY_PROPS = P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB | P_BULK
+_LINE = {"addr": AddrKind.ADDRESS, "range": RangeKind.LINE}
+_GUARD = {"addr": AddrKind.INDEX, "size": SizeRule.LIMIT}
+
+OP_SPEC = {
+    Op.LOAD: OpSpec(P_POISON | P_ROB, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.SCALE,
+                    flags=FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED
+                    | FLAG_MASKED),
+    Op.STORE: OpSpec(P_WRITES | P_ROB, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
+                     flags=FLAG_EXTABLE),
+    Op.MOVNT: OpSpec(P_WRITES | P_ROB, **_AT, size=SizeRule.MOVNT, imm=ImmKind.DATA,
+                     flags=FLAG_EXTABLE),
+    Op.CLFLUSH: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
+    Op.CLFLUSHOPT: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
+    Op.CLWB: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
+    Op.SFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.LFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.MFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.STAC: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.CLAC: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.REP_MOVSB: OpSpec(_COPY_PROPS, **_COPY),
+    Op.NT_COPY: OpSpec(_COPY_PROPS, **_COPY),
+    Op.CAREFUL_COPY: OpSpec(_COPY_PROPS, **_COPY),
+    Op.FLUSH_RANGE: OpSpec(P_ENDS_WINDOW | P_ROB | P_BULK, addr=AddrKind.ADDRESS,
+                           size=SizeRule.LENGTH, imm=ImmKind.FLUSH_KIND,
+                           range=RangeKind.LINES),
+    Op.WORK: OpSpec(0, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
+    Op.SITE: OpSpec(0, imm=ImmKind.SITE),
+    Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB, **_GUARD, imm=ImmKind.BODY,
+                      flags=FLAG_DEPENDENT | FLAG_PREDICT_IN),
+    Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=FLAG_DEPENDENT),
+    Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,
+                          size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA),
+    Op.PEER_READ: OpSpec(P_ENDS_WINDOW | P_PEER, **_AT, size=SizeRule.UP_TO_LINE),
+}
+
+_missing = [op.name for op in Op if op not in OP_SPEC]
+if _missing:   # an op without a row would get another op's properties, or none, silently
+    raise ImportError(f"isa.ops: no OP_SPEC row for Op.{', Op.'.join(_missing)}")
+
+
+def _column(get):
+    return np.array([get(OP_SPEC[op]) for op in Op], dtype=np.int64)
+
+
+def _has(prop):
+    return _column(lambda s: 1 if s.props & prop else 0)
+
+
+# One int64 per opcode each, read by compiled code as frozen constants.
+ADDR_KIND = _column(lambda s: s.addr)
+SIZE_RULE = _column(lambda s: s.size)
+IMM_KIND = _column(lambda s: s.imm)
+RANGE_KIND = _column(lambda s: s.range)
+ALLOWED_FLAGS = _column(lambda s: s.flags)
+WRITES_MEMORY = _has(P_WRITES)
+CONSUMES_POISON = _has(P_POISON)
+ENDS_WINDOW = _has(P_ENDS_WINDOW)
+HOLDS_ROB = _has(P_ROB)
+BULK = _has(P_BULK)
+PEER = _has(P_PEER)
+FLUSH = _has(P_FLUSH)
+
+PEER_OPS = tuple(op for op in Op if OP_SPEC[op].props & P_PEER)
+FLUSH_KINDS = tuple(op for op in Op if OP_SPEC[op].props & P_FLUSH)

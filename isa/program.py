@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from isa._validate import INDEXED_AND_MASKED, WHY, Check, first_bad
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -18,26 +18,16 @@ from isa.ops import (
     COL_SIZE,
     COL_SRC,
     FLAG_DEPENDENT,
-    FLAG_EXTABLE,
     FLAG_INDEXED,
     FLAG_MASKED,
-    FLAG_MCSAFE,
     FLAG_PREDICT_IN,
-    FLAG_ZERO_TAIL,
+    FLUSH_KINDS,
     MOVNT_SIZES,
     N_COLS,
-    N_OPS,
     Op,
 )
 
-_FLUSH_KINDS = (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)
-
-
 EFAULT = 14
-
-# The core indexes a load or masks it, never both: an indexed load drops the mask silently.
-_INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
-                       "(the core does not mask an indexed load)")
 
 
 @dataclass(frozen=True)
@@ -141,7 +131,7 @@ class Program:
     def _load(self, name, addr, size, src=0, imm=0, flags=0):
         self._check_addr(name, addr)
         if flags & FLAG_INDEXED and flags & FLAG_MASKED:
-            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): {_INDEXED_AND_MASKED}")
+            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): {INDEXED_AND_MASKED}")
         return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
 
     # -- single ops -------------------------------------------------------------------
@@ -267,8 +257,10 @@ class Program:
     def flush_range(self, addr, n, kind=Op.CLWB):
         """One CLFLUSH/CLFLUSHOPT/CLWB per 64-byte line overlapping [addr, addr+n)."""
         self._check_addr("flush_range", addr)
-        if Op(kind) not in _FLUSH_KINDS:
-            raise ProgramError(f"flush_range: kind {kind!r} is not CLFLUSH, CLFLUSHOPT or CLWB")
+        if Op(kind) not in FLUSH_KINDS:
+            names = [k.name for k in FLUSH_KINDS]
+            raise ProgramError(f"flush_range: kind {kind!r} is not "
+                               f"{', '.join(names[:-1])} or {names[-1]}")
         if n < 0:
             raise ProgramError(f"flush_range at {addr:#x}: negative length {n}")
         return self._emit(Op.FLUSH_RANGE, addr, n, imm=int(kind))
@@ -386,121 +378,14 @@ class Program:
         ops = self.ops
         if not len(ops):
             return
-        first = np.full(len(_CHECKS), -1, dtype=np.int64)
-        _first_bad(ops, len(self.site_names), len(self._blob), first)
-        for k, why in enumerate(_CHECKS):
-            i = int(first[k])
+        first = np.full(len(Check), -1, dtype=np.int64)
+        first_bad(ops, len(self.site_names), len(self._blob), first)
+        for check in Check:
+            i = int(first[check])
             if i < 0:
                 continue
             op = ops[i, COL_OP]
-            if k == 0:
+            if check == Check.UNKNOWN_OPCODE:
                 raise ProgramError(f"op {i}: unknown opcode {op}")
-            raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): {why}")
-
-
-# What validate() checks, in the order it reports them; _first_bad finds, per check, the
-# first op that fails it (one compiled pass instead of a dozen numpy passes over columns).
-_CHECKS = (
-    "unknown opcode",
-    "size not in 1..64",
-    f"movnt size not in {MOVNT_SIZES}",
-    "movnt not aligned to its size",
-    "negative address",
-    "negative source address",
-    "negative length",
-    "bad flush kind",
-    "negative work cycles",
-    "site id without a name",
-    "data beyond the data blob",
-    "range beyond the 52-bit physical address space",
-    "flag not allowed on this op",
-    "indexed load: the previous op is not a LOAD of at most 8 bytes, or scale not in 0..4096",
-    "masked load: base (src) negative or above the address",
-    "branch body beyond the end of the program",
-    "negative index or limit",
-    _INDEXED_AND_MASKED,
-)
-# Flags each op may carry (others are rejected: the core would ignore them silently).
-_ALLOWED_FLAGS = {
-    Op.LOAD: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED | FLAG_MASKED,
-    Op.STORE: FLAG_EXTABLE,
-    Op.MOVNT: FLAG_EXTABLE,
-    Op.REP_MOVSB: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
-    Op.NT_COPY: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
-    Op.CAREFUL_COPY: FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL,
-    Op.WORK: FLAG_DEPENDENT,
-    Op.BRANCH: FLAG_DEPENDENT | FLAG_PREDICT_IN,
-    Op.INDEX_MASK: FLAG_DEPENDENT,
-}
-ALLOWED = np.array([_ALLOWED_FLAGS.get(Op(k), 0) for k in range(N_OPS)], dtype=np.int64)
-MAX_SCALE = 4096
-PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
-_LOAD, _STORE, _MOVNT = int(Op.LOAD), int(Op.STORE), int(Op.MOVNT)
-_PEER, _PEER_R = int(Op.PEER_WRITE), int(Op.PEER_READ)
-_REP, _NT, _CAREFUL = int(Op.REP_MOVSB), int(Op.NT_COPY), int(Op.CAREFUL_COPY)
-_FLUSH_RANGE, _WORK, _SITE = int(Op.FLUSH_RANGE), int(Op.WORK), int(Op.SITE)
-_CLFLUSH, _CLFLUSHOPT, _CLWB = int(Op.CLFLUSH), int(Op.CLFLUSHOPT), int(Op.CLWB)
-_BRANCH, _MASK = int(Op.BRANCH), int(Op.INDEX_MASK)
-
-
-@njit(cache=True, nogil=True)
-def _first_bad(ops, n_sites, blob_len, first):
-    """first[k] = index of the first op failing check k of _CHECKS (left -1 if none)."""
-    for i in range(ops.shape[0]):
-        op = ops[i, COL_OP]
-        if op < 0 or op >= N_OPS:
-            if first[0] < 0:
-                first[0] = i
-            continue
-        size = ops[i, COL_SIZE]
-        addr = ops[i, COL_ADDR]
-        if op == _LOAD or op == _STORE or op == _MOVNT or op == _PEER or op == _PEER_R:
-            if (size < 1 or size > 64) and first[1] < 0:
-                first[1] = i
-            if op == _MOVNT:
-                if size != 4 and size != 8 and size != 16 and size != 32 and size != 64 \
-                        and first[2] < 0:
-                    first[2] = i
-                if addr % max(size, 1) != 0 and first[3] < 0:
-                    first[3] = i
-            if op != _LOAD and ops[i, COL_DATA] >= 0 and \
-                    ops[i, COL_DATA] + size > blob_len and first[10] < 0:
-                first[10] = i
-        flags = ops[i, COL_FLAGS]
-        if flags & ~ALLOWED[op] and first[12] < 0:
-            first[12] = i
-        if flags & FLAG_INDEXED and first[13] < 0 and (
-                i == 0 or ops[i - 1, COL_OP] != _LOAD or ops[i - 1, COL_SIZE] > 8
-                or ops[i, COL_IMM] < 0 or ops[i, COL_IMM] > MAX_SCALE):
-            first[13] = i
-        if flags & FLAG_MASKED and not 0 <= ops[i, COL_SRC] <= addr and first[14] < 0:
-            first[14] = i
-        if flags & FLAG_INDEXED and flags & FLAG_MASKED and first[17] < 0:
-            first[17] = i
-        if op == _BRANCH or op == _MASK:
-            if (addr < 0 or size < 0) and first[16] < 0:
-                first[16] = i
-            if op == _BRANCH and (ops[i, COL_IMM] < 0 or ops[i, COL_IMM] >= ops.shape[0] - i) \
-                    and first[15] < 0:
-                first[15] = i
-            continue
-        if op != _WORK and op != _SITE and addr < 0 and first[4] < 0:
-            first[4] = i
-        copy = op == _REP or op == _NT or op == _CAREFUL
-        if copy and ops[i, COL_SRC] < 0 and first[5] < 0:
-            first[5] = i
-        if (copy or op == _FLUSH_RANGE) and size < 0 and first[6] < 0:
-            first[6] = i
-        imm = ops[i, COL_IMM]
-        if op == _FLUSH_RANGE and imm != _CLFLUSH and imm != _CLFLUSHOPT and imm != _CLWB \
-                and first[7] < 0:
-            first[7] = i
-        if op == _WORK and imm < 0 and first[8] < 0:
-            first[8] = i
-        if op == _SITE and (imm < 0 or imm >= n_sites) and first[9] < 0:
-            first[9] = i
-        if op != _WORK and op != _SITE and first[11] < 0:
-            n = max(size, 0) if not flags & FLAG_INDEXED else 1
-            if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
-                    (copy and ops[i, COL_SRC] > PHYS_LIMIT - min(n, PHYS_LIMIT)):
-                first[11] = i
+            raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): "
+                               f"{WHY[check]}")

@@ -12,6 +12,7 @@ import pytest
 from emu.studies.cli import main, map_trace_pages
 from emu.studies.scenarios import registry
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
+from isa.program import Program
 from memmodel.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +146,15 @@ def test_map_trace_pages_keeps_offsets_order_and_spans():
     with pytest.raises(Exception, match="2 distinct 4 KiB pages"):
         map_trace_pages(small, 0, 4096, "tiny")
 
+
+
+def test_map_trace_pages_leaves_a_branchs_index_and_limit_alone():
+    """BRANCH and INDEX_MASK hold an index and a limit, no address: remapping the index
+    would change the branch's outcome."""
+    ops = Program().load(0x1fff000).branch(3, 5, 0).index_mask(7, 2).ops.copy()
+    assert map_trace_pages(ops, 0x7000000, 1 << 30)[0] == 1
+    assert ops[:, COL_ADDR].tolist() == [0x7000000, 3, 7]
+    assert ops[1:, COL_SIZE].tolist() == [5, 2]
 
 # ---------------------------------------------------------------------------- errors
 def assert_clean_error(code, out, err, *needles):

@@ -19,7 +19,7 @@ from emu.machine import EmuFault, Machine
 from emu.studies import spectre
 from emu.studies.fio import FioError
 from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, Op
+from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, RANGE_KIND, RangeKind
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
@@ -128,20 +128,16 @@ def _trace_format(name, fmt):
     return fmt if fmt is not None else detect_format(name)
 
 
-_NO_ADDR = [int(o) for o in (Op.SFENCE, Op.LFENCE, Op.MFENCE, Op.STAC, Op.CLAC, Op.WORK, Op.SITE)]
-_ONE_LINE = [int(o) for o in (Op.CLFLUSH, Op.CLFLUSHOPT, Op.CLWB)]
-_COPIES = [int(o) for o in (Op.REP_MOVSB, Op.NT_COPY, Op.CAREFUL_COPY)]
-
-
 def map_trace_pages(ops, base, size_bytes, region="region", extra=()):
     """Remap the addresses of an op array in place: the distinct 4 KiB pages touched (ranges of
     copies and flushes included, and the addresses `extra`) are packed from `base` in
     ascending address order, keeping page offsets.  Returns the number of pages used and the
-    remapped `extra`; raises CliError if they do not fit."""
-    op = ops[:, COL_OP]
-    dst = ~np.isin(op, _NO_ADDR)
-    src = np.isin(op, _COPIES)
-    length = np.where(np.isin(op, _ONE_LINE), 1, np.maximum(ops[:, COL_SIZE], 1))
+    remapped `extra`; raises CliError if they do not fit. Which columns hold addresses, and
+    how many bytes from them, is the ops' byte-range kind (a branch's index is none)."""
+    kind = RANGE_KIND[ops[:, COL_OP]]
+    dst = kind != RangeKind.NONE
+    src = kind == RangeKind.DST_SRC
+    length = np.where(kind == RangeKind.LINE, 1, np.maximum(ops[:, COL_SIZE], 1))
     extra = np.asarray(extra, dtype=np.int64)
     starts = np.concatenate([ops[dst, COL_ADDR], ops[src, COL_SRC], extra])
     ends = starts + np.concatenate([length[dst], length[src], np.ones(len(extra), np.int64)])

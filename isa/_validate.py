@@ -1,0 +1,128 @@
+"""The compiled validator: one pass over an op array that finds, per check, the first op
+failing it. Which operands each op has, and their rules, come from isa.ops.OP_SPEC."""
+from enum import IntEnum
+
+from numba import njit
+
+from isa.ops import (
+    ADDR_KIND,
+    ALLOWED_FLAGS,
+    COL_ADDR,
+    COL_DATA,
+    COL_FLAGS,
+    COL_IMM,
+    COL_OP,
+    COL_SIZE,
+    COL_SRC,
+    FLAG_INDEXED,
+    FLAG_MASKED,
+    FLUSH,
+    IMM_KIND,
+    MOVNT_SIZES,
+    N_OPS,
+    PHYS_LIMIT,
+    RANGE_KIND,
+    SIZE_RULE,
+    AddrKind,
+    ImmKind,
+    Op,
+    RangeKind,
+    SizeRule,
+)
+
+MAX_SCALE = 4096
+
+# The core indexes a load or masks it, never both: an indexed load drops the mask silently.
+INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
+                      "(the core does not mask an indexed load)")
+
+# What the validator checks, in the order Program.validate() reports them.
+_CHECKS = (
+    ("UNKNOWN_OPCODE", "unknown opcode"),
+    ("SIZE", "size not in 1..64"),
+    ("MOVNT_SIZE", f"movnt size not in {MOVNT_SIZES}"),
+    ("MOVNT_ALIGN", "movnt not aligned to its size"),
+    ("ADDR", "negative address"),
+    ("SRC", "negative source address"),
+    ("LENGTH", "negative length"),
+    ("FLUSH_KIND", "bad flush kind"),
+    ("CYCLES", "negative work cycles"),
+    ("SITE", "site id without a name"),
+    ("DATA", "data beyond the data blob"),
+    ("PHYS", "range beyond the 52-bit physical address space"),
+    ("FLAGS", "flag not allowed on this op"),
+    ("INDEXED", ("indexed load: the previous op is not a LOAD of at most 8 bytes, "
+                 f"or scale not in 0..{MAX_SCALE}")),
+    ("MASKED", "masked load: base (src) negative or above the address"),
+    ("BODY", "branch body beyond the end of the program"),
+    ("INDEX", "negative index or limit"),
+    ("INDEXED_AND_MASKED", INDEXED_AND_MASKED),
+)
+Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
+WHY = tuple(why for _, why in _CHECKS)
+
+
+@njit(cache=True, nogil=True)
+def _fail(first, check, i):
+    if first[check] < 0:
+        first[check] = i
+
+
+@njit(cache=True, nogil=True)
+def first_bad(ops, n_sites, blob_len, first):
+    """first[c] = index of the first op failing Check c (left -1 if none)."""
+    for i in range(ops.shape[0]):
+        op = ops[i, COL_OP]
+        if op < 0 or op >= N_OPS:
+            _fail(first, Check.UNKNOWN_OPCODE, i)
+            continue
+        addr = ops[i, COL_ADDR]
+        size = ops[i, COL_SIZE]
+        src = ops[i, COL_SRC]
+        imm = ops[i, COL_IMM]
+        flags = ops[i, COL_FLAGS]
+        rule = SIZE_RULE[op]
+        if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
+            _fail(first, Check.SIZE, i)
+        if rule == SizeRule.MOVNT:
+            if size not in MOVNT_SIZES:
+                _fail(first, Check.MOVNT_SIZE, i)
+            if addr % max(size, 1) != 0:
+                _fail(first, Check.MOVNT_ALIGN, i)
+        if rule == SizeRule.LENGTH and size < 0:
+            _fail(first, Check.LENGTH, i)
+        if ADDR_KIND[op] == AddrKind.ADDRESS and addr < 0:
+            _fail(first, Check.ADDR, i)
+        if ADDR_KIND[op] == AddrKind.INDEX and (addr < 0 or size < 0):
+            _fail(first, Check.INDEX, i)
+        kind = IMM_KIND[op]
+        if kind == ImmKind.DATA and ops[i, COL_DATA] >= 0 and \
+                ops[i, COL_DATA] + size > blob_len:
+            _fail(first, Check.DATA, i)
+        if kind == ImmKind.FLUSH_KIND and (imm < 0 or imm >= N_OPS or not FLUSH[imm]):
+            _fail(first, Check.FLUSH_KIND, i)
+        if kind == ImmKind.CYCLES and imm < 0:
+            _fail(first, Check.CYCLES, i)
+        if kind == ImmKind.SITE and (imm < 0 or imm >= n_sites):
+            _fail(first, Check.SITE, i)
+        if kind == ImmKind.BODY and (imm < 0 or imm >= ops.shape[0] - i):
+            _fail(first, Check.BODY, i)
+        if flags & ~ALLOWED_FLAGS[op]:
+            _fail(first, Check.FLAGS, i)
+        if flags & FLAG_INDEXED and (
+                i == 0 or ops[i - 1, COL_OP] != Op.LOAD or ops[i - 1, COL_SIZE] > 8
+                or imm < 0 or imm > MAX_SCALE):
+            _fail(first, Check.INDEXED, i)
+        if flags & FLAG_MASKED and not 0 <= src <= addr:
+            _fail(first, Check.MASKED, i)
+        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
+            _fail(first, Check.INDEXED_AND_MASKED, i)
+        copy = RANGE_KIND[op] == RangeKind.DST_SRC
+        if copy and src < 0:
+            _fail(first, Check.SRC, i)
+        if RANGE_KIND[op] != RangeKind.NONE:
+            # the bytes from addr on that the op touches (an indexed load: its base, at least)
+            n = 1 if flags & FLAG_INDEXED or RANGE_KIND[op] == RangeKind.LINE else max(size, 0)
+            if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
+                    (copy and src > PHYS_LIMIT - min(n, PHYS_LIMIT)):
+                _fail(first, Check.PHYS, i)
