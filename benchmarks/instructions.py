@@ -90,7 +90,9 @@ def main(argv=None):
         trace(k, 1)   # an unknown name fails here, before anything runs
     if not shutil.which("valgrind"):
         sys.exit("instructions.py needs valgrind (apt-get install valgrind)")
-    env = dict(os.environ, NUMBA_CPU_NAME="generic")
+    # hash randomisation and idle OpenBLAS threads change the processes' fixed work from run
+    # to run; with both pinned, counts repeat exactly
+    env = dict(os.environ, NUMBA_CPU_NAME="generic", PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
     subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "l1hit", "1", "run"],
                    env=env, check=True)   # compile (or load) the generic core outside valgrind
     out = {}
