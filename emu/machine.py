@@ -32,8 +32,7 @@ from memmodel import _persist as persist
 from memmodel import memory as mm
 from memmodel import tables
 from memmodel._persist import PQ_ENTRIES
-from memmodel.layout import MS
-from memmodel.layout import Layout
+from memmodel.layout import MS, Layout
 from memmodel.prefetch import stream
 from memmodel.profile import check_regions, load_profile
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from emu.machine import Machine
 from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
-from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
+from emu.studies.scenarios.common import functions_table, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
 from kernels.memmap import Memmap
