@@ -122,17 +122,21 @@ def find_region(S, addr):
 
 @inlined
 def _chunk_slot(S, addr):
-    """Offset in S of the directory entry for `addr`'s 2 MiB chunk (addr must be mapped)."""
+    """Offset in S of the directory entry for `addr`'s 2 MiB chunk, or -1 if `addr` is
+    unmapped: numba does not bounds-check, so a failed lookup must not become an index."""
     r = find_region(S, addr)
+    if r < 0:
+        return -1
     o = S[MH.REG] + r * N_RG
     return S[MH.CHUNK_DIR] + S[ix(o + RG.DIR)] + ((addr - S[ix(o + RG.BASE)]) >> CHUNK_SHIFT)
 
 
 @inlined
 def page_row(S, addr):
-    """Row of `pt` for mapped `addr`'s chunk, or -1 if no page of it was ever touched: a
-    bulk op looks it up once a page and then finds the frames with frame_in."""
-    return S[ix(_chunk_slot(S, addr))]
+    """Row of `pt` for `addr`'s chunk, or -1 if no page of it was ever touched (or `addr` is
+    unmapped): a bulk op looks it up once a page and then finds the frames with frame_in."""
+    slot = _chunk_slot(S, addr)
+    return S[ix(slot)] if slot >= 0 else -1
 
 
 @inlined
@@ -178,8 +182,9 @@ def durable_frame_of(S, pt, addr):
 @inlined
 def persistence(S, addr):
     """The persistence domain (its index in memmodel.media.PERSISTENCE) of the region
-    holding mapped `addr`."""
-    return S[ix(S[MH.REG] + find_region(S, addr) * N_RG + RG.PERSIST)]
+    holding `addr` (P_NONE if unmapped)."""
+    r = find_region(S, addr)
+    return S[ix(S[MH.REG] + r * N_RG + RG.PERSIST)] if r >= 0 else P_NONE
 
 
 @compiled
@@ -191,6 +196,8 @@ def missing_pages(S, pt, start, end, need):
     prev = -1
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
+        if slot < 0:   # unmapped: faults before it needs a frame
+            continue
         d = S[ix(slot)]
         per_page = 2 if persistence(S, page << PAGE_SHIFT) != P_NONE else 1
         if d < 0:
@@ -210,6 +217,8 @@ def map_pages(S, pt, start, end):
     a = S[MH.ALLOC]
     for page in range(start >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1):
         slot = _chunk_slot(S, page << PAGE_SHIFT)
+        if slot < 0:
+            continue
         if S[ix(slot)] < 0:
             S[ix(slot)] = S[ix(a + ALLOC.CHUNKS)]
             S[ix(a + ALLOC.CHUNKS)] += 1
@@ -225,12 +234,12 @@ def map_pages(S, pt, start, end):
 
 @compiled
 def first_poisoned(S, pt, start, end):
-    """Address of the first poisoned 64-byte line overlapping mapped [start, end), or -1."""
+    """Address of the first poisoned 64-byte line overlapping [start, end), or -1."""
     if end <= start:   # nothing to read (an op that faulted before its first byte)
         return -1
     line = start >> 6
     while line <= (end - 1) >> 6:
-        d = S[ix(_chunk_slot(S, line << 6))]
+        d = page_row(S, line << 6)
         page_end = ((line >> 6) + 1) << 6     # first line of the next page
         if d >= 0:
             mask = pt[d, POISON0 + ((line >> 6) & (CHUNK_PAGES - 1))]
@@ -244,9 +253,11 @@ def first_poisoned(S, pt, start, end):
 
 @compiled
 def set_poison(S, pt, addr, on):
-    """Poison (or heal) the line holding `addr`, whose page must be present. Returns 1 if
-    its state changed."""
-    d = S[ix(_chunk_slot(S, addr))]
+    """Poison (or heal) the line holding `addr`, whose page must be present (else nothing
+    changes). Returns 1 if its state changed."""
+    d = page_row(S, addr)
+    if d < 0:
+        return 0
     col = POISON0 + ((addr >> PAGE_SHIFT) & (CHUNK_PAGES - 1))
     bit = np.int64(1) << ((addr >> 6) & 63)
     old = pt[d, col]
