@@ -25,7 +25,7 @@ from isa.ops import (
     PHYS_LIMIT,
     Op,
 )
-from isa.program import EFAULT, Program, Ret, remap_sites
+from isa.program import EFAULT, Program, ProgramError, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import _persist as persist
@@ -150,8 +150,54 @@ class CrashImage:
         return bytes(out)
 
 
+#: The core's clock is int64: a run that could carry it past this is refused before it starts.
+CLOCK_LIMIT = 1 << 62
+
+
+def _cycles_per_unit(values):
+    """An upper bound on the cycles one op, or one cacheline it touches, adds to the clock:
+    every latency of the profile (keys in _ns and _cycles) and every per-line transfer time
+    (64 B at each _gbps bandwidth, and at rep movsb's bytes per cycle) paid at once, for the
+    line, its write-back and each line the prefetcher issues with it, times 8 for media
+    that move more than 64 bytes per line (Optane's 256-byte XPLine)."""
+    ns = cycles = 0.0
+    stack = [values]
+    while stack:
+        for key, x in stack.pop().items():
+            if isinstance(x, dict):
+                stack.append(x)
+            elif isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0:
+                if key.endswith("_ns"):
+                    ns += x
+                elif key.endswith("_cycles"):
+                    cycles += x
+                elif key.endswith("_gbps"):
+                    ns += 64 / x
+                elif key.endswith("_bytes_per_cycle"):
+                    cycles += 64 / x
+    per_line = ns * values["core"]["freq_ghz"] + cycles
+    return 8 * per_line * (2 + values["prefetch"]["stream_degree_lines"]) + 1
+
+
 # The state sections whose counters stats() reports and reset_stats() zeroes.
 _COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
+
+
+def _check_machine_args(regions, **args):
+    """TypeError/ValueError for a Machine() argument the model has no meaning for."""
+    for name in ("functional", "smap"):
+        if not isinstance(args[name], (bool, np.bool_)):
+            raise TypeError(f"Machine({name}=...) must be True or False, not {args[name]!r}")
+    for name in ("node", "seed"):
+        v = args[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
+    if not 0 <= args["seed"] < 1 << 63:
+        raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
+    nodes = sorted({0} | {r["node"] for r in regions})
+    if args["node"] not in nodes:
+        raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "
+                         f"{', '.join(map(str, nodes))}; the core must run on one of them")
 
 
 class Machine:
@@ -174,6 +220,7 @@ class Machine:
         media_ids = {n: i for i, n in enumerate(self.media_names)}
         regions = v["region"] if regions is None else check_regions(regions, media_ids, "regions")
         regions = sorted(regions, key=lambda r: r["base"])
+        _check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed)
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
@@ -194,6 +241,7 @@ class Machine:
             {n: v["media"][n]["persistence"] for n in self.media_names})
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}
+        self._cycles_per_unit = _cycles_per_unit(v)
         self.functional = functional
         self.mode = mode
         self.site_names = ["(none)"]
@@ -252,7 +300,13 @@ class Machine:
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         _announce_compile(self)
-        program.validate()
+        work, units = program.validate()
+        bound = self.cycles + work + units * self._cycles_per_unit
+        if bound >= CLOCK_LIMIT:
+            raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
+                               f"cycles, beyond the emulated clock's limit {CLOCK_LIMIT:.3g} "
+                               f"(the clock is at {self.cycles}): split it, or shorten its "
+                               "WORK ops and bulk operations")
         ops = self._global_ops(program)
         if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "

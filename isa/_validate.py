@@ -18,6 +18,7 @@ from isa.ops import (
     FLAG_MASKED,
     FLUSH,
     IMM_KIND,
+    MAX_WORK_CYCLES,
     MOVNT_SIZES,
     N_OPS,
     PHYS_LIMIT,
@@ -46,7 +47,7 @@ _CHECKS = (
     ("SRC", "negative source address"),
     ("LENGTH", "negative length"),
     ("FLUSH_KIND", "bad flush kind"),
-    ("CYCLES", "negative work cycles"),
+    ("CYCLES", f"work cycles not in 0..{MAX_WORK_CYCLES}"),
     ("SITE", "site id without a name"),
     ("DATA", "data beyond the data blob"),
     ("PHYS", "range beyond the 52-bit physical address space"),
@@ -69,8 +70,12 @@ def _fail(first, check, i):
 
 
 @njit(cache=True, nogil=True)
-def first_bad(ops, n_sites, blob_len, first):
-    """first[c] = index of the first op failing Check c (left -1 if none)."""
+def first_bad(ops, n_sites, blob_len, first, cost):
+    """first[c] = index of the first op failing Check c (left -1 if none); cost[0] = the
+    program's WORK cycles, cost[1] = its ops plus the cachelines they touch (floats: no
+    sum of valid operands can wrap)."""
+    work = 0.0
+    units = float(ops.shape[0])
     for i in range(ops.shape[0]):
         op = ops[i, COL_OP]
         if op < 0 or op >= N_OPS:
@@ -101,8 +106,10 @@ def first_bad(ops, n_sites, blob_len, first):
             _fail(first, Check.DATA, i)
         if kind == ImmKind.FLUSH_KIND and (imm < 0 or imm >= N_OPS or not FLUSH[imm]):
             _fail(first, Check.FLUSH_KIND, i)
-        if kind == ImmKind.CYCLES and imm < 0:
-            _fail(first, Check.CYCLES, i)
+        if kind == ImmKind.CYCLES:
+            if not 0 <= imm <= MAX_WORK_CYCLES:
+                _fail(first, Check.CYCLES, i)
+            work += imm
         if kind == ImmKind.SITE and (imm < 0 or imm >= n_sites):
             _fail(first, Check.SITE, i)
         if kind == ImmKind.BODY and (imm < 0 or imm >= ops.shape[0] - i):
@@ -126,3 +133,6 @@ def first_bad(ops, n_sites, blob_len, first):
             if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
                     (copy and src > PHYS_LIMIT - min(n, PHYS_LIMIT)):
                 _fail(first, Check.PHYS, i)
+            units += (n // 64 + 2) * (2.0 if copy else 1.0)
+    cost[0] = work
+    cost[1] = units

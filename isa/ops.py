@@ -63,6 +63,10 @@ FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64
 PHYS_LIMIT = 1 << 52   # x86-64 MAXPHYADDR at most 52 bits: larger ranges cannot be memory
+#: The most cycles one WORK op may declare (about 6 minutes at 3 GHz): far beyond any
+#: declared software cost, and small enough that sums of them stay far from overflowing
+#: the core's int64 clock (Machine.run bounds a whole run's cycles before it starts).
+MAX_WORK_CYCLES = 1 << 40
 
 
 class AddrKind(IntEnum):

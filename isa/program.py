@@ -22,6 +22,7 @@ from isa.ops import (
     FLAG_MASKED,
     FLAG_PREDICT_IN,
     FLUSH_KINDS,
+    MAX_WORK_CYCLES,
     MOVNT_SIZES,
     N_COLS,
     Op,
@@ -46,10 +47,28 @@ class ProgramError(ValueError):
     """An op with operands the ISA does not allow."""
 
 
+def _int(name, what, v):
+    """`v` as a Python int, or ProgramError: a float would be truncated by the int64 op
+    array, a bool is a mistake, and an int beyond 64 bits does not fit."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ProgramError(f"{name}: {what} {v!r} is not an integer")
+    v = int(v)
+    if not -(1 << 63) <= v < 1 << 63:
+        raise ProgramError(f"{name}: {what} {v} does not fit in 64 bits")
+    return v
+
+
 def _as_bytes(data):
     if isinstance(data, np.ndarray):
         return np.ascontiguousarray(data).view(np.uint8).reshape(-1).tobytes()
     return bytes(data)
+
+
+def _as_imm(name, value):
+    """A store's little-endian integer value as the int64 IMM (two's complement)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ProgramError(f"{name}: value {value!r} is not an integer")
+    return int(np.int64(np.uint64(int(value) & (2**64 - 1))))
 
 
 def remap_sites(ops, names, ids, id_names):
@@ -105,15 +124,16 @@ class Program:
             self._ops = new
 
     def _emit(self, op, addr=0, size=0, src=0, data=-1, imm=0, flags=0):
+        operands = (addr, size, src, imm, flags)
+        if not all(type(v) is int and -(1 << 63) <= v < 1 << 63 for v in operands):
+            name = f"op {self._n} ({Op(op).name.lower()})"
+            operands = [_int(name, what, v) for what, v in
+                        zip(("address", "size", "source", "operand", "flags"), operands)]
         self._reserve(1)
         row = self._ops[self._n]
         row[COL_OP] = op
-        row[COL_ADDR] = addr
-        row[COL_SIZE] = size
-        row[COL_SRC] = src
+        row[COL_ADDR], row[COL_SIZE], row[COL_SRC], row[COL_IMM], row[COL_FLAGS] = operands
         row[COL_DATA] = data
-        row[COL_IMM] = imm
-        row[COL_FLAGS] = flags
         self._n += 1
         return self
 
@@ -125,7 +145,7 @@ class Program:
 
     @staticmethod
     def _check_addr(name, addr):
-        if addr < 0:
+        if _int(name, "address", addr) < 0:
             raise ProgramError(f"{name}: negative address {addr:#x}")
 
     def _load(self, name, addr, size, src=0, imm=0, flags=0):
@@ -138,7 +158,8 @@ class Program:
     def load(self, addr, size=8, dependent=False, flags=0):
         """Load `size` (1..64) bytes; `dependent`: the address came from the previous load.
         `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup)."""
-        if not 1 <= size <= 64:
+        self._check_addr("load", addr)
+        if not 1 <= _int("load", "size", size) <= 64:
             raise ProgramError(f"load at {addr:#x}: size {size} not in 1..64")
         return self._load("load", addr, size, flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
@@ -167,10 +188,10 @@ class Program:
             if not 1 <= n <= 64:
                 raise ProgramError(f"{name} at {addr:#x}: {n} data bytes not in 1..64")
             return n, off, 0
-        size = 8 if size is None else size
+        size = 8 if size is None else _int(name, "size", size)
         if not 1 <= size <= 64:
             raise ProgramError(f"{name} at {addr:#x}: size {size} not in 1..64")
-        return size, -1, int(np.int64(np.uint64(value & (2**64 - 1))))
+        return size, -1, _as_imm(name, value)
 
     def peer_write(self, addr, data=None, size=None, value=0):
         """Another core on the same socket (a guest's vCPU, a producer thread) writes `data`
@@ -188,7 +209,7 @@ class Program:
         shared, so this core's next write to the line waits for the other's copy to be
         invalidated (profile cache.<last level>.peer_hitm_ns). The address must be mapped."""
         self._check_addr("peer_read", addr)
-        if not 1 <= size <= 64:
+        if not 1 <= _int("peer_read", "size", size) <= 64:
             raise ProgramError(f"peer_read at {addr:#x}: size {size} not in 1..64")
         return self._emit(Op.PEER_READ, addr, size)
 
@@ -198,12 +219,12 @@ class Program:
         if data is not None:
             off, n = self._add_data(data)
         else:
-            off, n = -1, 8 if size is None else size
+            off, n = -1, 8 if size is None else _int("movnt", "size", size)
         if n not in MOVNT_SIZES:
             raise ProgramError(f"movnt at {addr:#x}: size {n} not one of {MOVNT_SIZES}")
         if addr % n:
             raise ProgramError(f"movnt at {addr:#x}: not aligned to its size {n}")
-        imm = 0 if data is not None else int(np.int64(np.uint64(value & (2**64 - 1))))
+        imm = 0 if data is not None else _as_imm("movnt", value)
         return self._emit(Op.MOVNT, addr, n, data=off, imm=imm)
 
     def clflush(self, addr):
@@ -236,7 +257,7 @@ class Program:
     def _copy(self, op, dst, src, n, flags):
         self._check_addr(op.name.lower(), dst)
         self._check_addr(op.name.lower(), src)
-        if n < 0:
+        if _int(op.name.lower(), "length", n) < 0:
             raise ProgramError(f"{op.name.lower()} {dst:#x} <- {src:#x}: negative length {n}")
         return self._emit(op, dst, n, src=src, flags=flags)
 
@@ -257,19 +278,20 @@ class Program:
     def flush_range(self, addr, n, kind=Op.CLWB):
         """One CLFLUSH/CLFLUSHOPT/CLWB per 64-byte line overlapping [addr, addr+n)."""
         self._check_addr("flush_range", addr)
-        if Op(kind) not in FLUSH_KINDS:
+        if isinstance(kind, bool) or not isinstance(kind, (int, np.integer)) or \
+                kind not in FLUSH_KINDS:
             names = [k.name for k in FLUSH_KINDS]
             raise ProgramError(f"flush_range: kind {kind!r} is not "
                                f"{', '.join(names[:-1])} or {names[-1]}")
-        if n < 0:
+        if _int("flush_range", "length", n) < 0:
             raise ProgramError(f"flush_range at {addr:#x}: negative length {n}")
         return self._emit(Op.FLUSH_RANGE, addr, n, imm=int(kind))
 
     def work(self, cycles, dependent=False):
         """`cycles` of non-memory work (ALU, branches). `dependent`: it works on the
         previous load's data (or a copy's), so it starts once that data is there."""
-        if cycles < 0:
-            raise ProgramError(f"work: negative cycles {cycles}")
+        if not 0 <= _int("work", "cycles", cycles) <= MAX_WORK_CYCLES:
+            raise ProgramError(f"work: cycles {cycles} not in 0..{MAX_WORK_CYCLES}")
         return self._emit(Op.WORK, imm=int(cycles), flags=FLAG_DEPENDENT if dependent else 0)
 
     def branch(self, index, limit, body, predict_in=True, dependent=False):
@@ -277,7 +299,7 @@ class Program:
         predictor guesses `predict_in`; a wrong guess of "in bounds" runs the body
         transiently until the branch resolves (its operands ready: `dependent` = one of them
         is the previous load's data), an LFENCE, or a reorder buffer's worth of uops."""
-        if index < 0 or limit < 0:
+        if _int("branch", "index", index) < 0 or _int("branch", "limit", limit) < 0:
             raise ProgramError(f"branch: negative index {index} or limit {limit}")
         flags = (FLAG_PREDICT_IN if predict_in else 0) | (FLAG_DEPENDENT if dependent else 0)
         return self._emit(Op.BRANCH, index, limit, imm=body, flags=flags)
@@ -293,7 +315,7 @@ class Program:
     def index_mask(self, index, limit, dependent=False):
         """array_index_nospec(index, limit): cmp + sbb build an all-ones mask when
         index < limit, else 0; later load_masked ops use it (a data dependency, no fence)."""
-        if index < 0 or limit < 0:
+        if _int("index_mask", "index", index) < 0 or _int("index_mask", "limit", limit) < 0:
             raise ProgramError(f"index_mask: negative index {index} or limit {limit}")
         return self._emit(Op.INDEX_MASK, index, limit,
                           flags=FLAG_DEPENDENT if dependent else 0)
@@ -320,10 +342,15 @@ class Program:
 
     # -- batches ----------------------------------------------------------------------
     def _batch(self, op, addrs, size, flags=0):
-        addrs = np.asarray(addrs, dtype=np.int64).reshape(-1)
+        raw = np.asarray(addrs).reshape(-1)
+        if len(raw) and (raw.dtype.kind not in "iu" or
+                         (raw.dtype.kind == "u" and raw.max() >= 1 << 63)):
+            raise ProgramError(f"{op.name.lower()}: batch addresses of dtype {raw.dtype} "
+                               "are not int64 integers")
+        addrs = raw.astype(np.int64)
         if len(addrs) and addrs.min() < 0:
             raise ProgramError(f"{op.name.lower()}: negative address in batch")
-        if not 1 <= size <= 64:
+        if not 1 <= _int(op.name.lower(), "size", size) <= 64:
             raise ProgramError(f"{op.name.lower()}: size {size} not in 1..64")
         k = len(addrs)
         self._reserve(k)
@@ -374,12 +401,15 @@ class Program:
         return p
 
     def validate(self):
-        """Raise ProgramError naming the first op whose operands the core cannot execute."""
+        """Raise ProgramError naming the first op whose operands the core cannot execute.
+        Returns (WORK cycles, ops plus cachelines touched) as floats: what Machine.run
+        bounds the run's cycles with."""
         ops = self.ops
         if not len(ops):
-            return
+            return 0.0, 0.0
         first = np.full(len(Check), -1, dtype=np.int64)
-        first_bad(ops, len(self.site_names), len(self._blob), first)
+        cost = np.zeros(2, dtype=np.float64)
+        first_bad(ops, len(self.site_names), len(self._blob), first, cost)
         for check in Check:
             i = int(first[check])
             if i < 0:
@@ -389,3 +419,4 @@ class Program:
                 raise ProgramError(f"op {i}: unknown opcode {op}")
             raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): "
                                f"{WHY[check]}")
+        return float(cost[0]), float(cost[1])

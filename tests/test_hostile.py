@@ -9,7 +9,13 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+
+from emu import Machine
+from isa import Program
+from isa.ops import MAX_WORK_CYCLES, Op
+from isa.program import ProgramError
 
 
 def run_child(code):
@@ -65,3 +71,59 @@ def test_facade_sizes_and_types_are_checked(call, error):
             print(type(e).__name__)
     """)
     assert out == error
+
+
+# -- bad values at the API: the precise exception, nothing changed, the machine usable ------
+BAD_CALLS = [
+    # (what, call on Machine m / Program P, exception, words the message must contain)
+    ("float address", lambda m: Program().load(4096.0), ProgramError, ["4096.0", "not an integer"]),
+    ("float address with a bad size", lambda m: Program().load(4096.5, 100), ProgramError,
+     ["4096.5"]),
+    ("bool address", lambda m: Program().load(True), ProgramError, ["True"]),
+    ("float work cycles", lambda m: Program().work(1.5), ProgramError, ["1.5"]),
+    ("work cycles beyond the bound", lambda m: Program().work(2**62), ProgramError,
+     [str(2**62), str(MAX_WORK_CYCLES)]),
+    ("flush_range kind 99", lambda m: Program().flush_range(0x1000, 64, kind=99), ProgramError,
+     ["kind 99"]),
+    ("copy length beyond 64 bits", lambda m: Program().rep_movsb(0, 64, 2**64), ProgramError,
+     [str(2**64), "64 bits"]),
+    ("float batch addresses", lambda m: Program().loads([4096.0, 8192.5]), ProgramError,
+     ["float64"]),
+    ("store value float", lambda m: Program().store(0x1000, value=1.5), ProgramError, ["1.5"]),
+    ("indexed and masked", lambda m: Program()._load("load", 0x1000, 8, flags=8 | 16),
+     ProgramError, ["FLAG_INDEXED together with FLAG_MASKED"]),
+    ("raw WORK beyond the bound",
+     lambda m: Program.from_array([[int(Op.WORK), 0, 0, 0, -1, 2**62, 0]]), ProgramError,
+     ["op 0", "work cycles"]),
+    ("read size -1", lambda m: m.read(0x1000, -1), ValueError, ["-1"]),
+    ("node 5", lambda m: Machine("skylake-ddr4", node=5), ValueError, ["node=5", "0, 1"]),
+    ("node 1.0", lambda m: Machine("skylake-ddr4", node=1.0), TypeError, ["node"]),
+    ("seed -1", lambda m: Machine("skylake-ddr4", seed=-1), ValueError, ["seed=-1"]),
+    ("functional 'yes'", lambda m: Machine("skylake-ddr4", functional="yes"), TypeError,
+     ["functional"]),
+    ("two WORK 2**40 x 2**22: the clock would wrap",
+     lambda m: m.run(Program.from_array(np.tile(
+         np.array([[int(Op.WORK), 0, 0, 0, -1, MAX_WORK_CYCLES, 0]]), (1 << 22, 1)))),
+     ProgramError, ["clock", "limit"]),
+]
+
+
+@pytest.mark.parametrize("what, call, error, words", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_values_are_precise_errors_and_leave_the_machine_usable(what, call, error, words):
+    m = Machine("skylake-ddr4")
+    m.write(0x1000, b"before")
+    before = m.state_hash()
+    with pytest.raises(error) as e:
+        call(m)
+    for w in words:
+        assert w in str(e.value), (what, str(e.value))
+    assert m.state_hash() == before
+    assert m.run(Program().load(0x1000, 6)).cycles > 0 and m.read(0x1000, 6) == b"before"
+
+
+def test_the_clock_never_wraps():
+    """Two WORK ops of 2**40 cycles and a load: the clock is past 2**41, not wrapped (with
+    2**62 each, the sum wrapped and the run reported 225 cycles)."""
+    m = Machine("skylake-ddr4")
+    r = m.run(Program().work(MAX_WORK_CYCLES).work(MAX_WORK_CYCLES).load(0x1000))
+    assert 2 * MAX_WORK_CYCLES < r.cycles < 2 * MAX_WORK_CYCLES + 10_000
