@@ -1,4 +1,4 @@
-"""Wall time of the dax-memcpy study (shared/scenarios.md §4) and emulated lines per second.
+"""Wall time of the dax-memcpy study (docs/scenarios.md §4) and emulated lines per second.
 
     python benchmarks/dax_memcpy.py [--scale F] [--json]
 

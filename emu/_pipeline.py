@@ -1,6 +1,6 @@
 """The core's pipeline: issue bandwidth, the reorder buffer, the store buffer and sites.
 
-Timing is the resource-occupancy model of DESIGN.md: SC.NOW is the issue cycle; loads,
+Timing is the resource-occupancy model of docs/design.md: SC.NOW is the issue cycle; loads,
 stores and flushes complete later and hold ROB and store-buffer slots until they do.
 """
 from emu.state import EH, N_SCOUNT, SC, SCTR, TP

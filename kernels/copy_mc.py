@@ -1,7 +1,7 @@
 """Machine-check-safe copies, as emitted ops.
 
 Follows arch/x86/lib/copy_mc.c and copy_mc_64.S (v5.18+ form, EX_TYPE_DEFAULT_MCE_SAFE),
-as read in shared/reference/kernel-paths.md §3:
+as read in docs/kernel-paths.md §3:
 
     copy_mc_to_kernel(dst, src, len):
         fragile static key on  -> copy_mc_fragile (8-byte careful loop)
@@ -15,7 +15,7 @@ poison ends the copy at the poisoned line and the Ret each function returns reso
 the bytes not copied, the data before the line intact. A plain copy (the memcpy fallback)
 that consumes poison stops the run with MachineCheck, as an unrecoverable #MC would.
 
-`copy_mc_generic_bug`: the proposed version scenarios.md §5 describes, which with the
+`copy_mc_generic_bug`: the proposed version docs/scenarios.md §5 describes, which with the
 fragile key on ran copy_mc_fragile and then also the generic (fast-string) copy.
 
 Model departures: copy_mc_fragile's source-alignment byte loop and its byte tail are part of

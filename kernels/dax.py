@@ -5,7 +5,7 @@ Follows fs/dax.c (v5.0/v5.1, blob 17638810) `dax_iomap_rw`, `dax_iomap_actor`,
 `dax_copy_from_iter`, `dax_copy_to_iter` (the read side as in v5.10, whose pmem copy is
 the machine-check-safe `_copy_mc_to_iter`), `dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`:
 per-CPU counter increment and smp_mb()), and fs/iomap.c `iomap_apply`
-(kernel-paths.md §1.5). Errors are the kernel's negative errnos.
+(docs/kernel-paths.md §1.5). Errors are the kernel's negative errnos.
 
 Model departures: the file system is a minimal fsdax one (`DaxFile`): one preallocated
 extent mapped at a fixed device offset, whose ->iomap_begin returns that extent

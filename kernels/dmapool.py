@@ -1,5 +1,5 @@
 """mm/dmapool.c and mm/dmapool_test.c as emitted ops: where the DMA pool allocator keeps its
-free-block metadata, in three designs (shared/scenarios.md §3, reference/kernel-paths.md §5).
+free-block metadata, in three designs (docs/scenarios.md §3, docs/kernel-paths.md §5).
 
 - "orig" (v6.4+): one free list across all pages whose links (`struct dma_block` {next_block,
   dma}, 16 B) are written into the free blocks themselves, in DMA memory; `dma_pool_alloc`

@@ -1,7 +1,7 @@
 """Copies between an iov_iter and pmem.
 
 Follows lib/iov_iter.c `_copy_from_iter_flushcache` (v4.20-v5.x) and include/linux/uio.h
-`copy_from_iter_flushcache` (v4.13-v5.x) as read in kernel-paths.md §1.4-1.5: per segment,
+`copy_from_iter_flushcache` (v4.13-v5.x) as read in docs/kernel-paths.md §1.4-1.5: per segment,
 a user iovec goes through `__copy_from_user_flushcache` = `__copy_user_flushcache`, a kvec
 through `memcpy_flushcache` (kernels/usercopy_64.py); `iterate_and_advance` stops at the
 first segment copied short. The read side, `_copy_mc_to_iter` (v5.10+; `_copy_to_iter_mcsafe`

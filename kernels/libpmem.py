@@ -1,7 +1,7 @@
 """libpmem (PMDK) persist paths, as emitted ops.
 
 Follows pmem/pmdk 52b9545b (Nov 2025): src/libpmem/pmem.c, src/libpmem2/x86_64/init.c,
-flush.h, memcpy_memset.h and memcpy/memcpy_nt_avx.c (shared/reference/kernel-paths.md §6).
+flush.h, memcpy_memset.h and memcpy/memcpy_nt_avx.c (docs/kernel-paths.md §6).
 Start-up choice (`pmem_cpuinfo_to_funcs`): the flush is CLWB if the CPU has it, else
 CLFLUSHOPT, else CLFLUSH; the fence is SFENCE; the memcpy engine is AVX unless AVX-512F is
 both present and enabled (PMEM_AVX512F=1); the non-temporal threshold is 256 bytes; on

@@ -1,6 +1,6 @@
 """The 2016 NVDIMM copy study: 16 KiB copies walking through a 4 MiB persistent buffer.
 
-Two ways to make the copies durable (shared/scenarios.md §4):
+Two ways to make the copies durable (docs/scenarios.md §4):
 - cached memcpy (glibc's memcpy of 16 KiB is `rep movsb` on ERMS CPUs) into the buffer and,
   after every 4 MiB, a CLFLUSH of every line of the whole buffer;
 - a non-temporal copy (pmem_memcpy_persist style: movnt of whole lines) and one SFENCE per copy.

@@ -7,7 +7,7 @@ pointer, then the section) and drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, re
 pmem namespace: `ndctl create-namespace --map=dev` (the default) keeps the namespace's
 memmap inside the namespace, after an 8 KiB info block, and its data starts at
 ALIGN(8 KiB + 64 x pages, 2 MiB); `--map=mem` puts the memmap in DRAM and the data starts at
-ALIGN(8 KiB, 2 MiB) (shared/reference/hardware.md §1.5, kernel-paths.md §1.3).
+ALIGN(8 KiB, 2 MiB) (docs/hardware.md §1.5, docs/kernel-paths.md §1.3).
 
 Model departures: kernel virtual addresses (direct map, vmemmap, pmem mapping) are taken as
 the physical addresses they map to, so the address of a struct page *is* the address of its

@@ -3,7 +3,7 @@
 Follows drivers/nvdimm/pmem.c (v5.0/v5.1) `__pmem_direct_access`, `pmem_dax_direct_access`
 and `pmem_copy_from_iter`, `pmem_copy_to_iter` (v5.10+: `_copy_mc_to_iter`), and
 block/badblocks.c `badblocks_check` through `is_bad_pmem`
-(kernel-paths.md §1.4-1.5). Before v5.2 `pmem_copy_from_iter` called the checked
+(docs/kernel-paths.md §1.4-1.5). Before v5.2 `pmem_copy_from_iter` called the checked
 `copy_from_iter_flushcache`; the patch "libnvdimm/pmem: Bypass CONFIG_HARDENED_USERCOPY
 overhead" (merged v5.2) switched it to `_copy_from_iter_flushcache`:
 `PmemDevice.hardening` is the Hardening state for the former, None for the latter.

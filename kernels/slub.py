@@ -1,6 +1,6 @@
 """SLUB caches as the hardened-usercopy check sees them, and `__check_heap_object`.
 
-Follows mm/slub.c `__check_heap_object` (v5.0, recalled; kernel-paths.md §1.3) and
+Follows mm/slub.c `__check_heap_object` (v5.0, recalled; docs/kernel-paths.md §1.3) and
 include/linux/slub_def.h (v5.0) for where the fields it reads sit in struct kmem_cache:
 `size` in its first line, `useroffset`/`usersize` after the embedded kobject, three lines
 further (offsets recalled; what matters is that two distinct lines are read).

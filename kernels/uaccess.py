@@ -2,7 +2,7 @@
 
 Follows arch/x86/include/asm/uaccess.h and uaccess_64.h (v4.16-v5.4 forms),
 arch/x86/lib/getuser.S and putuser.S (v4.16-v5.9), arch/x86/lib/copy_user_64.S and
-lib/usercopy.c, as read in shared/reference/kernel-paths.md §4.2:
+lib/usercopy.c, as read in docs/kernel-paths.md §4.2:
 
 | primitive          | ops                                                              |
 |--------------------|------------------------------------------------------------------|

@@ -3,7 +3,7 @@ user space whose size is not a compile-time constant.
 
 Follows include/linux/thread_info.h (v5.x) `check_copy_size` / `check_object_size` and
 mm/usercopy.c (v5.0, blob 010e85f9) `__check_object_size`, in its v5.0 order: bogus address,
-heap object, stack object, kernel text (kernel-paths.md §1.1-1.3). `check_heap_object` reads
+heap object, stack object, kernel text (docs/kernel-paths.md §1.1-1.3). `check_heap_object` reads
 the destination's struct page (kernels/memmap.py); slab pages go on to mm/slub.c
 `__check_heap_object` (kernels/slub.py).
 

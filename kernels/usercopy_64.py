@@ -2,7 +2,7 @@
 
 Follows arch/x86/lib/usercopy_64.c (v4.17-v4.20 blob 02101c45, unchanged in substance
 later) and arch/x86/lib/copy_user_64.S `__copy_user_nocache` (v5.x), as read in
-shared/reference/kernel-paths.md §2. `clwb()` is the kernel's alternative: CLWB, else
+docs/kernel-paths.md §2. `clwb()` is the kernel's alternative: CLWB, else
 CLFLUSHOPT, else CLFLUSH, chosen by the CPU (`Flush.for_profile`).
 
 Model departures: the 8-byte MOVNTI loops are NT_COPY ops (8-byte loads and MOVNTs, line

@@ -3,7 +3,7 @@
 Follows drivers/vhost/vhost.c (v5.0, blob 72343536: `vhost_get_vq_desc`, `translate_desc`,
 `vhost_add_used_n`, `vhost_signal`/`vhost_notify`, the `vhost_get_user`/`vhost_put_user`/
 `vhost_copy_*_user` accessors without an IOTLB) and drivers/vhost/net.c (`handle_tx_copy`,
-VHOST_NET_BATCH 64), as read in shared/reference/kernel-paths.md §4. Three ways to reach the
+VHOST_NET_BATCH 64), as read in docs/kernel-paths.md §4. Three ways to reach the
 guest's ring (a `Ring.path`):
 
 - "uaccess" (v5.0): `__get_user` / `__put_user` / `__copy_from_user` / `__copy_to_user`
@@ -19,7 +19,7 @@ pages is a second copy of the ring in a supervisor region (`Ring.base` is the al
 "vmap", the user address otherwise; the guest's writes go to the address the host reads);
 the guest (virtio-user) runs on another core: its writes are peer writes
 (`virtqueue_enqueue_xmit`), its reads peer reads (`virtio_xmit_cleanup`). The 16-byte
-descriptor read is assumed not to get the constant-size specialisation (kernel-paths.md
+descriptor read is assumed not to get the constant-size specialisation (docs/kernel-paths.md
 §4.2: it depends on inlining). The per-packet work of handle_tx and of TAP + XDP is a
 declared cost the caller emits. Ring index arithmetic (free-running 16-bit indices, wrap at
 `num`) is done here in Python.

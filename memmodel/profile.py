@@ -93,7 +93,7 @@ _MEDIA = {
     "persistence": (_STR, False, PERSISTENCE),
     "reads_wait_for_writes": (_BOOL, False, None),
 }
-# Work the emulator does not model, declared per operation (DESIGN.md "Honesty rules"):
+# Work the emulator does not model, declared per operation (docs/design.md "Honesty rules"):
 # scenarios emit these as WORK ops, the same for every variant.
 _SOFTWARE = {
     "syscall_entry_exit_ns": (_NUM, True, 0),

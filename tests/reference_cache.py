@@ -1,4 +1,4 @@
-"""A slow, obviously correct reference cache hierarchy (STYLE.md item 9, first kind).
+"""A slow, obviously correct reference cache hierarchy (docs/style.md item 9, first kind).
 
 Pure Python on top of cachetools: every set of every level is one `LRUCache` or
 `FIFOCache` with maxsize = ways, keyed by line number; dirty lines are kept in a set per

@@ -1,4 +1,4 @@
-"""Poison and the machine-check-safe copies (kernels/copy_mc.py, kernel-paths.md §3).
+"""Poison and the machine-check-safe copies (kernels/copy_mc.py, docs/kernel-paths.md §3).
 
 Kernel behaviour: copy_mc_* return the bytes not copied when a load consumes poison, with
 everything before the poisoned line copied; a plain copy that consumes poison is an

@@ -1,4 +1,4 @@
-"""The DAX read path with machine-check-safe copies (kernel-paths.md §1.5, §3): the bytes the
+"""The DAX read path with machine-check-safe copies (docs/kernel-paths.md §1.5, §3): the bytes the
 file holds arrive in the user buffer, the copy is the one the platform's static key picks,
 inside access_ok's branch and STAC/CLAC, and poison gives a short read."""
 import errno

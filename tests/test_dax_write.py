@@ -1,4 +1,4 @@
-"""The DAX write path (kernel-paths.md §1.5): bytes arrive where the file maps them, the ops
+"""The DAX write path (docs/kernel-paths.md §1.5): bytes arrive where the file maps them, the ops
 come in the kernel's order, and bad offsets give the kernel's errors."""
 import errno
 

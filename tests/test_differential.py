@@ -249,7 +249,7 @@ def test_dirty_cascade_and_back_invalidation(inclusive):
 
 
 def test_listed_contents_after_short_trace():
-    """Tiny caches whose full contents are listed (STYLE.md item 9, third kind):
+    """Tiny caches whose full contents are listed (docs/style.md item 9, third kind):
     L1 2 sets x 2 ways LRU, L2 3 sets x 2 ways FIFO, no LLC.
 
     line (L1 set, L2 set)  L1 after                L2 after

@@ -1,6 +1,6 @@
 """The DMA pool allocator's three designs (kernels/dmapool.py) and the dmapool-test scenario:
 geometry and walk lengths computed by hand from mm/dmapool.c, mm/dmapool_test.c and the RFC
-(reference/kernel-paths.md §5), and the bytes the allocator leaves in DMA memory."""
+(docs/kernel-paths.md §5), and the bytes the allocator leaves in DMA memory."""
 import json
 
 import numpy as np

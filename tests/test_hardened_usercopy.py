@@ -1,4 +1,4 @@
-"""Hardened usercopy (kernel-paths.md §1.1-1.3): where the memmap lives, which loads the
+"""Hardened usercopy (docs/kernel-paths.md §1.1-1.3): where the memmap lives, which loads the
 checks make in which order, and slab overflows refused before anything is copied."""
 import numpy as np
 import pytest

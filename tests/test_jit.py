@@ -72,7 +72,7 @@ PROBE = ("import numpy as np; from emu import state; from emu.core import run; "
 
 @pytest.mark.parametrize("user_cache_dir", [False, True])
 def test_a_reordered_constants_module_never_runs_a_stale_core(tmp_path, user_cache_dir):
-    """The reproduction of architecture.md section 8: reorder the fields of a module that
+    """The stale-core trap memmodel/jit.py guards against: reorder the fields of a module that
     only holds constants; the cached core must not keep writing the old offset."""
     (tmp_path / "memmodel").mkdir()
     (tmp_path / "emu").mkdir()

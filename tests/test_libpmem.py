@@ -1,4 +1,4 @@
-"""libpmem persist paths: the op sequence of kernel-paths.md §6, and that every byte copied
+"""libpmem persist paths: the op sequence of docs/kernel-paths.md §6, and that every byte copied
 is in the persistence domain after the final drain (Machine.crash)."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """The op table: every Op has an OP_SPEC row, its properties agree with what the ISA says
-each op is (isa/ops.py's comments, shared/reference/kernel-paths.md, the builder's
+each op is (isa/ops.py's comments, docs/kernel-paths.md, the builder's
 docstrings), and the validator reports each of its checks with its message.
 
 The expected sets below are written from those descriptions, not read from the table.
@@ -160,7 +160,7 @@ def test_every_op_has_a_builder_method():
 
 
 def test_the_run_loop_has_a_branch_for_every_op():
-    """Each op has its own handler in emu._core.run (STYLE.md rule 3)."""
+    """Each op has its own handler in emu._core.run (docs/style.md rule 3)."""
     from emu import _core
     src = inspect.getsource(getattr(_core.run, "py_func", _core.run))
     assert [op.name for op in Op if not re.search(rf"\bop == Op\.{op.name}\b", src)] == []

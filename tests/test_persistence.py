@@ -2,8 +2,8 @@
 
 ADR (cascadelake-optane's Optane, haswell-nvdimm-n's NVDIMM-N): the memory controller's
 write-pending queue and the media survive, the caches do not. eADR: the caches too.
-Expected contents follow the x86/PMDK persistence rules (hardware.md §1.5,
-kernel-paths.md §2 and §6), not the emulator's output.
+Expected contents follow the x86/PMDK persistence rules (docs/hardware.md §1.5,
+docs/kernel-paths.md §2 and §6), not the emulator's output.
 """
 import pytest
 

@@ -253,7 +253,7 @@ def test_unknown_shipped_parent(tmp_path):
 
 
 def test_software_section_is_required_and_sourced(tmp_path):
-    """Declared costs (DESIGN.md) live in [software]; each needs its provenance too."""
+    """Declared costs (docs/design.md) live in [software]; each needs its provenance too."""
     _raises(_variant(tmp_path, [("vfs_read_ns = { value = 100, ", "vfs_read_ns = { v = 100, ")]),
             "software.vfs_read_ns")
     path = _variant(tmp_path, [("fs_write_iter_ns = {", "# fs_write_iter_ns = {")], name="b.toml")

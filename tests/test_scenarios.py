@@ -1,4 +1,4 @@
-"""Scenario runs at small scale: interface names of shared/scenarios.md and bounds that
+"""Scenario runs at small scale: interface names of docs/scenarios.md and bounds that
 follow from the profile by hand."""
 import json
 

@@ -1,4 +1,4 @@
-"""kernels/uaccess.py: each primitive's op sequence (kernel-paths.md §4.2), its cost with
+"""kernels/uaccess.py: each primitive's op sequence (docs/kernel-paths.md §4.2), its cost with
 SMAP on and off, and the kernel's return values for bad user addresses (-EFAULT, bytes not
 copied, the zeroed tail of copy_from_user: include/linux/uaccess.h, lib/usercopy.c)."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""x86 flush-cache copies (kernel-paths.md §2): op sequences by hand, and what is durable
+"""x86 flush-cache copies (docs/kernel-paths.md §2): op sequences by hand, and what is durable
 when (the write-backs after __copy_user_nocache's SFENCE wait for a later fence)."""
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """vhost-net TX metadata access (kernels/vhost.py) and the vhost-tx scenario.
 
-Expected sequences are the kernel's (kernel-paths.md §4.2-4.3, written out by hand): per
+Expected sequences are the kernel's (docs/kernel-paths.md §4.2-4.3, written out by hand): per
 packet the avail ring entry (2 B), the descriptor (16 B) and translate_desc; per batch the
 avail index, the used elements, used->idx, smp_mb and used_event."""
 import json

@@ -285,7 +285,7 @@ def _cmd_run(args):
     prof = load_profile(args.profile, dict(args.overrides) or None)
     result["overrides"] = dict(args.overrides)
     result["profile_files"] = list(prof.files)       # the resolved configuration
-    result["profile_sources"] = dict(prof.sources)   # beside every result (STYLE.md 6)
+    result["profile_sources"] = dict(prof.sources)   # beside every result (docs/style.md 6)
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")
@@ -311,7 +311,7 @@ def _cmd_spectre(args):
 
 # ---------------------------------------------------------------------------- main
 COMMANDS = {
-    "run": Command("run a named study (shared/scenarios.md)", _configure_run, _cmd_run),
+    "run": Command("run a named study (docs/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),

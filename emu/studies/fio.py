@@ -1,7 +1,7 @@
 """A fio-like driver: synchronous I/Os of one block size from N identical jobs, on the one
 emulated core.
 
-Jobs (shared/scenarios.md §5): the emulator has one core, so the core is one of N identical
+Jobs (docs/scenarios.md §5): the emulator has one core, so the core is one of N identical
 jobs and gets 1/N of what the jobs share, through profile overrides (`job_overrides`):
 the last-level cache capacity (cache.llc.size_bytes: 1/N of its sets, at least one, same
 ways) and the interconnect bandwidth (numa.remote_bw_gbps: 1/N). Media bandwidth is shared

@@ -1,4 +1,4 @@
-"""Named studies (shared/scenarios.md): `emu run NAME`. Each module defines NAME,
+"""Named studies (docs/scenarios.md): `emu run NAME`. Each module defines NAME,
 DEFAULT_PROFILE, METRIC (its main metric), SENSITIVE (profile keys its result depends on),
 `configure(parser)` for its options, `run(args) -> result dict` in the interface format
 {"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC: value}}, ...} and
@@ -8,7 +8,7 @@ Scenarios are found, not listed: every module of this package that defines NAME 
 (common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
 study is a new module here.
 
-DESIGN.md: where a number has no source, the profile marks it as an assumption and the
+docs/design.md: where a number has no source, the profile marks it as an assumption and the
 report shows how the result moves when that value is halved and doubled: `sensitivity()`.
 """
 import argparse

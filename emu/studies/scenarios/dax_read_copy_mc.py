@@ -1,6 +1,6 @@
 """Scenario `dax-read-copy-mc`: machine-check-safe copies on DAX reads (Optane).
 
-The published case (scenarios.md §5) is a kernel test robot fio run: 2 MiB libaio reads from
+The published case (docs/scenarios.md §5) is a kernel test robot fio run: 2 MiB libaio reads from
 a 200 GB file on XFS with DAX over two pmem namespaces, 48 jobs, on a 2-socket Cascade Lake
 (Xeon Gold 6252, 2.1 GHz). Per read the kernel copies pmem to the user buffer through
 copy_mc_to_user (kernels/read_write.py -> kernels/dax.py -> kernels/iov_iter.py
@@ -144,7 +144,7 @@ def table(res):
              f"each): the core is one of {per} jobs on its socket, with 1/{per} of the LLC and "
              f"its share of each media channel (emu/studies/fio.py); IOPS = {res['jobs']} x its own",
              "published: read IOPS of the kernel test robot's run (no figure given in "
-             "scenarios.md; the emulator predicts)",
+             "docs/scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]
     for v, d in res["variants"].items():
         lines.append(f"{v:<22}{d['iops']:>10,.0f}{d['gbytes_per_s']:>8.2f}"

@@ -2,12 +2,12 @@
 
 For each of the test's six pools, `--rounds` (default 100, the test's NR_TESTS) rounds of:
 allocate `blocks` blocks, then free them in the same order; the metric is the time of all
-rounds in microseconds, per row, as the test prints it (scenarios.md §3). Variants
+rounds in microseconds, per row, as the test prints it (docs/scenarios.md §3). Variants
 (kernels/dmapool.py): `orig`, the v6.4+ allocator with its free-list links inside the free
 DMA blocks; `list`, RFC v2 with the block metadata in a per-page array and `dma_pool_free`
 walking the page list; `maple`, as `list` but finding the block in a maple tree. The non-memory
 work of each call is a declared cost, the same in every variant ([software] dma_pool_call_ns);
-page allocation in the first round is not modelled. scenarios.md gives no published figure:
+page allocation in the first round is not modelled. docs/scenarios.md gives no published figure:
 the emulator predicts.
 """
 from emu.machine import Machine
@@ -76,7 +76,7 @@ def run(args):
 
 def table(res):
     lines = [f"dmapool-test on {res['profile']}: {res['rounds']} rounds per pool, time in us",
-             "published: none in scenarios.md; the emulator predicts",
+             "published: none in docs/scenarios.md; the emulator predicts",
              f"{'row':<34}{'pages':>6}" + "".join(f"{v:>12}" for v in res["variants"])
              + f"{'list/orig':>11}{'maple/orig':>11}"]
     for key, row in res["rows"].items():

@@ -1,6 +1,6 @@
 """Scenario `vhost-tx`: vring metadata access with SMAP and speculation barriers.
 
-vhost-net TX of small packets (scenarios.md §2) on the 2.6 GHz Broadwell profile: per
+vhost-net TX of small packets (docs/scenarios.md §2) on the 2.6 GHz Broadwell profile: per
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
 payload copied from guest memory (copyin), and per batch of VHOST_NET_BATCH = 64 packets
 `vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, used_event),
@@ -14,7 +14,7 @@ out). The per-packet work the emulator does not model — handle_tx's own loop a
 the xdp1 program — is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns)
 and is the same for every variant. Assumed: 64-byte packets, a 256-entry ring kept full by
 the guest, a polling guest (no eventfd signal). Metric `mpps`, with `ns_per_packet` and the
-cycles per packet of each function. scenarios.md gives no published figure: the emulator predicts.
+cycles per packet of each function. docs/scenarios.md gives no published figure: the emulator predicts.
 """
 
 from emu.machine import Machine
@@ -121,7 +121,7 @@ def run(args):
 def table(res):
     lines = [f"vhost-tx on {res['profile']}: {res['packets']} packets of {res['pkt_bytes']} B "
              f"per variant (assumed: 64 B packets, a full 256-entry ring, a polling guest)",
-             "published: none in scenarios.md; the emulator predicts",
+             "published: none in docs/scenarios.md; the emulator predicts",
              f"{'variant':<24}{'Mpps':>8}{'ns/packet':>11}"]
     for v, d in res["variants"].items():
         lines.append(f"{v:<24}{d['mpps']:>8.2f}{d['ns_per_packet']:>11.1f}")
