@@ -1,12 +1,14 @@
 """Emulator: the compiled core and the Machine facade."""
 from emu.machine import (
-                         EmuFault,
-                         Machine,
-                         MachineCheck,
-                         PrivilegeFault,
-                         RunResult,
-                         SmapFault,
-                         UnmappedAccess,
+    EmuFault,
+    Machine,
+    MachineCheck,
+    MemoryLimitFault,
+    PrivilegeFault,
+    RunResult,
+    SmapFault,
+    UnmappedAccess,
 )
 
-__all__ = ["EmuFault", "Machine", "MachineCheck", "PrivilegeFault", "RunResult", "SmapFault", "UnmappedAccess"]
+__all__ = ["EmuFault", "Machine", "MachineCheck", "MemoryLimitFault", "PrivilegeFault",
+           "RunResult", "SmapFault", "UnmappedAccess"]

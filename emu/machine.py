@@ -15,7 +15,9 @@ from emu import _core
 from emu import _pipeline
 from emu import state as st
 from isa.ops import (
+    COL_ADDR,
     COL_FLAGS,
+    COL_SIZE,
     COL_OP,
     FLAG_EXTABLE,
     FLAG_MCSAFE,
@@ -100,6 +102,15 @@ class PrivilegeFault(EmuFault):
 
 class MachineCheck(EmuFault):
     """Poison consumed outside a machine-check-safe copy: unrecoverable."""
+
+
+class MemoryLimitFault(EmuFault):
+    """The op would need more functional memory than Machine(memory_limit_bytes) allows."""
+
+
+#: Functional memory a Machine may hold by default: a third of the 24 GiB machines this
+#: project runs on, so that a run and its analysis fit beside each other.
+DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
 
 
 @dataclass
@@ -188,10 +199,12 @@ def _check_machine_args(regions, **args):
     for name in ("functional", "smap"):
         if not isinstance(args[name], (bool, np.bool_)):
             raise TypeError(f"Machine({name}=...) must be True or False, not {args[name]!r}")
-    for name in ("node", "seed"):
+    for name in ("node", "seed", "memory_limit_bytes"):
         v = args[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
+    if args["memory_limit_bytes"] < 0:
+        raise ValueError(f"Machine(memory_limit_bytes={args['memory_limit_bytes']}): negative")
     if not 0 <= args["seed"] < 1 << 63:
         raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
     nodes = sorted({0} | {r["node"] for r in regions})
@@ -208,10 +221,14 @@ class Machine:
     regions: optional list of region dicts replacing the profile's memory map, checked
         as strictly as a profile's [[region]] (memmodel.profile.check_regions).
     functional: move real bytes (off: timing and cache state only).
+    memory_limit_bytes: the most functional memory (4 KiB frames of touched pages) the
+        machine may hold; an op or write needing more is refused (MemoryLimitFault /
+        memmodel.memory.MemoryLimit) before anything is allocated.
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
-                 functional=True, smap=False, node=0, seed=0, mode="kernel"):
+                 functional=True, smap=False, node=0, seed=0, mode="kernel",
+                 memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -220,7 +237,9 @@ class Machine:
         media_ids = {n: i for i, n in enumerate(self.media_names)}
         regions = v["region"] if regions is None else check_regions(regions, media_ids, "regions")
         regions = sorted(regions, key=lambda r: r["base"])
-        _check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed)
+        _check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
+                            memory_limit_bytes=memory_limit_bytes)
+        self.memory_limit_bytes = int(memory_limit_bytes)
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
@@ -326,9 +345,18 @@ class Machine:
             if status == st.ST_OK:
                 break
             if status == st.ST_NEED_PAGES:
-                self.pt, self.frames = mm.grow(self.S, self.pt, self.frames,
-                                               int(self._out[2]), int(self._out[3]))
-                continue
+                try:
+                    self.pt, self.frames = mm.grow(self.S, self.pt, self.frames,
+                                                   int(self._out[2]), int(self._out[3]),
+                                                   self.memory_limit_bytes)
+                    continue
+                except mm.MemoryLimit as e:
+                    _pipeline.finish(self.S)
+                    raise MemoryLimitFault(
+                        "functional memory limit", i, self.site_names[int(self.S[st.SC.SITE])],
+                        int(ops[i, COL_ADDR]), f"{Op(int(ops[i, COL_OP])).name} of "
+                        f"{int(ops[i, COL_SIZE])} bytes: {e} (Machine(memory_limit_bytes=...), "
+                        "or functional=False to move no bytes)") from None
             _pipeline.finish(self.S)
             site = self.site_names[int(self.S[st.SC.SITE])]
             name = Op(int(ops[i, COL_OP])).name
@@ -376,7 +404,8 @@ class Machine:
         """Give every page of mapped [addr, addr+n) a frame, growing the pools as needed."""
         need = np.zeros(2, dtype=np.int64)
         mm.missing_pages(self.S, self.pt, addr, addr + n, need)
-        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]))
+        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]),
+                                       self.memory_limit_bytes)
         mm.map_pages(self.S, self.pt, addr, addr + n)
 
     def write(self, addr, data):

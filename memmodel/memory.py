@@ -73,15 +73,26 @@ def _pt_rows(n):
     return rows
 
 
-def grow(S, pt, frames, chunks_needed, frames_needed):
-    """(pt, frames) with room for that many more chunks and frames (amortised doubling)."""
+class MemoryLimit(ValueError):
+    """More functional memory than the machine's limit would be needed."""
+
+
+def grow(S, pt, frames, chunks_needed, frames_needed, limit_bytes):
+    """(pt, frames) with room for that many more chunks and frames (amortised doubling, up to
+    `limit_bytes` of frames); MemoryLimit, with nothing allocated, beyond it."""
     used_c, used_f = int(S[S[MH.ALLOC] + ALLOC.CHUNKS]), int(S[S[MH.ALLOC] + ALLOC.FRAMES])
+    limit = limit_bytes // PAGE_BYTES
+    if used_f + frames_needed > limit:
+        raise MemoryLimit(f"{frames_needed} more 4 KiB frames ({frames_needed * PAGE_BYTES} "
+                          f"bytes) are needed, {used_f} are held; the limit is "
+                          f"{limit_bytes} bytes of functional memory")
     if used_c + chunks_needed > len(pt):
         new = _pt_rows(max(used_c + chunks_needed, 2 * len(pt)))
         new[:len(pt)] = pt
         pt = new
     if used_f + frames_needed > len(frames):
-        new = np.zeros((max(used_f + frames_needed, 2 * len(frames)), PAGE_BYTES), dtype=np.uint8)
+        rows = max(used_f + frames_needed, min(2 * len(frames), limit))
+        new = np.zeros((rows, PAGE_BYTES), dtype=np.uint8)
         new[:len(frames)] = frames
         frames = new
     return pt, frames

@@ -127,3 +127,21 @@ def test_the_clock_never_wraps():
     m = Machine("skylake-ddr4")
     r = m.run(Program().work(MAX_WORK_CYCLES).work(MAX_WORK_CYCLES).load(0x1000))
     assert 2 * MAX_WORK_CYCLES < r.cycles < 2 * MAX_WORK_CYCLES + 10_000
+
+
+def test_a_bulk_op_beyond_the_memory_limit_is_refused_before_allocating():
+    import resource
+    from emu import MemoryLimitFault
+    m = Machine("skylake-ddr4", memory_limit_bytes=64 << 20)
+    m.write(0x1000, b"kept")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(MemoryLimitFault) as e:
+        m.run(Program().load(0x1000, 4).rep_movsb(1 << 30, 2 << 30, 1 << 30))
+    assert e.value.op_index == 1
+    assert f"{1 << 30} bytes" in str(e.value) and f"{64 << 20} bytes" in str(e.value)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 64 << 10   # KiB: < 64 MiB
+    assert m.read(0x1000, 4) == b"kept" and m.run(Program().load(0x1000)).cycles > 0
+    with pytest.raises(ValueError, match="limit"):
+        m.write(1 << 30, np.zeros(128 << 20, dtype=np.uint8))
+    timing_only = Machine("skylake-ddr4", functional=False, memory_limit_bytes=64 << 20)
+    assert timing_only.run(Program().rep_movsb(1 << 30, 2 << 30, 1 << 24)).cycles > 0
