@@ -314,8 +314,16 @@ class Machine:
         m.cached(0x1000)
         return time.perf_counter() - t
 
-    def run(self, program):
-        """Execute a whole Program; returns RunResult. Raises EmuFault subclasses."""
+    def drain(self):
+        """Let everything issued so far complete (what run() does at its end); returns the
+        cycle it took until."""
+        return int(_pipeline.finish(self.S))
+
+    def run(self, program, drain=True):
+        """Execute a whole Program; returns RunResult. Raises EmuFault subclasses.
+        drain=False leaves the ops in flight, so that the next run continues as if the two
+        programs were one (a trace run in chunks); RunResult.cycles then counts to the last
+        op's issue, and drain() ends the sequence."""
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         _announce_compile(self)
@@ -375,7 +383,7 @@ class Machine:
             raise RuntimeError(f"core returned unknown status {status} at op {i}")
         if self.S[MS.PQ_COUNT] > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
-        end = int(_pipeline.finish(self.S))
+        end = self.drain() if drain else self.cycles
         if first:
             COMPILE_SECONDS["run"] = time.perf_counter() - t
         cycles = end - start_cycle

@@ -10,6 +10,7 @@ as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
 """
 import argparse
 import json
+import os
 import sys
 from typing import Callable, NamedTuple
 
@@ -19,7 +20,7 @@ from emu.machine import EmuFault, Machine
 from emu.studies import spectre
 from emu.studies.fio import FioError
 from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, RANGE_KIND, RangeKind
+from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
 from isa.program import ProgramError
 from isa.traces import detect_format, read_trace
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
@@ -114,13 +115,30 @@ def _configure_trace(parser):
     parser.add_argument("--region", metavar="NAME",
                         help="region to map the trace into (implies --map-trace; default: the "
                              "profile's first region)")
-    parser.add_argument("--poison", action="append", default=[], type=lambda t: int(t, 0),
+    parser.add_argument("--poison", action="append", default=[], type=_poison_address,
                         metavar="ADDR",
                         help="poison the memory line holding this trace address before the run "
                              "(remapped with the trace); a load reaching it stops the run with "
                              "an unrecoverable machine check (repeatable)")
     parser.epilog = _MAP_HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+class PoisonAddress(NamedTuple):
+    text: str    # as the user typed it, for messages
+    addr: int
+
+
+def _poison_address(text):
+    """--poison ADDR: a trace address, decimal or 0x/0o/0b, inside the physical address space."""
+    try:
+        addr = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address (decimal or 0x...)") from None
+    if not 0 <= addr < PHYS_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text}: not in the physical address space "
+                                         f"[0, {PHYS_LIMIT:#x})")
+    return PoisonAddress(text, addr)
 
 
 def _trace_format(name, fmt):
@@ -320,8 +338,18 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with every usage error as `emu: error: ...` (a subcommand's parser would
+    say `emu trace: error:`), exit status 2 as argparse has it."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        where = self.prog.removeprefix("emu").strip()
+        self.exit(2, f"emu: error: {where + ': ' if where else ''}{message}\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="emu", description="cacheline-emu: a cycle-approximate x86 memory-system emulator.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, cmd in COMMANDS.items():
@@ -335,6 +363,12 @@ def main(argv=None):
         text = COMMANDS[args.command].run(args)
     except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:
         print(f"emu: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:   # a bug: still no traceback for the user, but say it is one
+        if os.environ.get("EMU_TRACEBACK"):
+            raise
+        print(f"emu: error: internal error, please report it: {type(e).__name__}: {e} "
+              "(EMU_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 2
     sys.stdout.write(text)
     return 0
