@@ -506,7 +506,7 @@ def _npy_map(name):
 
 
 def _npy_columns(name, a):
-    """Function of (r0, r1) -> (kind, addr, size or None) of rows r0..r1-1 of a (kind, addr[,
+    """Function of (array, r0, r1) -> (kind, addr, size or None) of rows r0..r1-1 of a (kind, addr[,
     size]) array, or None for a raw op array; raises if `a` is neither."""
     if a.dtype.names is not None:
         fields = a.dtype.names
