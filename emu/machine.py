@@ -161,8 +161,9 @@ class CrashImage:
         return bytes(out)
 
 
-#: The core's clock is int64: a run that could carry it past this is refused before it starts.
-CLOCK_LIMIT = 1 << 62
+#: A run that could carry the clock past this is refused before it starts: the clock is
+#: int64, and media channels keep time in md.FP units per cycle, with headroom for sums.
+CLOCK_LIMIT = (1 << 62) // md.FP
 
 
 def _cycles_per_unit(values):

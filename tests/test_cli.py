@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emu.studies.cli import main, map_trace_pages
+from emu.studies.cli import TracePages, main
 from emu.studies.scenarios import registry
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from isa.program import Program
@@ -130,7 +130,18 @@ def test_trace_map_into_region(tmp_path, capsys):
     assert all(v["line_reads"] == 0 for n, v in r["regions"].items() if n != "pmem0")
 
 
-def test_map_trace_pages_keeps_offsets_order_and_spans():
+def map_trace_pages(ops, base, size_bytes, region="region", chunks=1):
+    """--map-trace's mapping of `ops`, gathered from `chunks` pieces of them, applied in place."""
+    pages = TracePages()
+    for part in np.array_split(np.arange(len(ops)), chunks):
+        pages.add(ops[part])
+    pages.place(base, size_bytes, region)
+    pages.remap_ops(ops)
+    return pages.pages
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 6])
+def test_map_trace_pages_keeps_offsets_order_and_spans(chunks):
     ops = np.zeros((6, N_COLS), dtype=np.int64)
     ops[:, COL_OP] = [Op.LOAD, Op.STORE, Op.LOAD, Op.REP_MOVSB, Op.SFENCE, Op.LOAD]
     ops[:, COL_ADDR] = [0x1ffefff008, 0x401ffc, 0x1fff000010, 0x500000, 0, 0x403000]
@@ -138,7 +149,7 @@ def test_map_trace_pages_keeps_offsets_order_and_spans():
     ops[3, COL_SRC] = 0x1ffeffe100              # spans pages 0x1ffeffe..0x1fff000
     base = 0x7000000
     # pages in address order: 401 402 (store straddles) 403 500 501 1ffeffe 1ffefff 1fff000
-    assert map_trace_pages(ops, base, 1 << 30)[0] == 8
+    assert map_trace_pages(ops, base, 1 << 30, chunks=chunks) == 8
     assert list(ops[:, COL_ADDR]) == [base + 0x6008, base + 0x0ffc, base + 0x7010,
                                       base + 0x3000, 0, base + 0x2000]
     assert ops[3, COL_SRC] == base + 0x5100
@@ -152,7 +163,7 @@ def test_map_trace_pages_leaves_a_branchs_index_and_limit_alone():
     """BRANCH and INDEX_MASK hold an index and a limit, no address: remapping the index
     would change the branch's outcome."""
     ops = Program().load(0x1fff000).branch(3, 5, 0).index_mask(7, 2).ops.copy()
-    assert map_trace_pages(ops, 0x7000000, 1 << 30)[0] == 1
+    assert map_trace_pages(ops, 0x7000000, 1 << 30) == 1
     assert ops[:, COL_ADDR].tolist() == [0x7000000, 3, 7]
     assert ops[1:, COL_SIZE].tolist() == [5, 2]
 

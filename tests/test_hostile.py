@@ -101,9 +101,9 @@ BAD_CALLS = [
     ("seed -1", lambda m: Machine("skylake-ddr4", seed=-1), ValueError, ["seed=-1"]),
     ("functional 'yes'", lambda m: Machine("skylake-ddr4", functional="yes"), TypeError,
      ["functional"]),
-    ("two WORK 2**40 x 2**22: the clock would wrap",
+    ("2**13 WORK ops of 2**40 cycles: beyond the clock limit",
      lambda m: m.run(Program.from_array(np.tile(
-         np.array([[int(Op.WORK), 0, 0, 0, -1, MAX_WORK_CYCLES, 0]]), (1 << 22, 1)))),
+         np.array([[int(Op.WORK), 0, 0, 0, -1, MAX_WORK_CYCLES, 0]]), (1 << 13, 1)))),
      ProgramError, ["clock", "limit"]),
 ]
 

@@ -16,6 +16,7 @@ import pytest
 from isa import traces
 from isa.ops import COL_ADDR, COL_DATA, COL_IMM, COL_OP, COL_SIZE, Op
 from isa.program import Program, ProgramError
+from tracegen import write_din_lines
 from isa.traces import (
     detect_format,
     iter_din,
@@ -306,24 +307,6 @@ def test_resolve_format(tmp_path):
 
 
 # -- memory ---------------------------------------------------------------------------------
-_HEXDIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-
-
-def write_din_lines(path, n_blocks, block=1 << 20):
-    """n_blocks * block lines "L AAAAAAAA 8" (label 0/1, 8 hex digits), written with numpy."""
-    rng = np.random.default_rng(0)
-    with open(path, "wb") as f:
-        for _ in range(n_blocks):
-            m = np.empty((block, 13), dtype=np.uint8)
-            m[:, 0] = ord("0") + rng.integers(0, 2, block)
-            m[:, 1] = m[:, 10] = ord(" ")
-            addr = rng.integers(0, 1 << 32, block)
-            m[:, 2:10] = _HEXDIGITS[(addr[:, None] >> np.arange(28, -4, -4)) & 15]
-            m[:, 11] = ord("8")
-            m[:, 12] = ord("\n")
-            f.write(m.tobytes())
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
 def test_20m_line_trace_in_bounded_memory(tmp_path):
     f = tmp_path / "big.din"

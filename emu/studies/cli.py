@@ -16,13 +16,13 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from emu.machine import EmuFault, Machine
+from emu.machine import EmuFault, Machine, MachineCheck
 from emu.studies import spectre
 from emu.studies.fio import FioError
 from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
 from isa.program import ProgramError
-from isa.traces import detect_format, read_trace
+from isa.traces import iter_trace, resolve_format
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
 
 PAGE_BYTES = 4096
@@ -141,86 +141,129 @@ def _poison_address(text):
     return PoisonAddress(text, addr)
 
 
-def _trace_format(name, fmt):
-    """The format read_trace will use (so that the mapping default can depend on it)."""
-    return fmt if fmt is not None else detect_format(name)
+class TracePages:
+    """The --map-trace mapping: the distinct 4 KiB pages a trace touches (ranges of copies
+    and flushes included), gathered chunk by chunk, then packed from a region's base in
+    ascending address order, keeping page offsets. Which columns hold addresses, and how
+    many bytes from them, is the ops' byte-range kind (a branch's index is none)."""
 
+    def __init__(self):
+        self.first = self.last = np.zeros(0, dtype=np.int64)   # disjoint, sorted segments
 
-def map_trace_pages(ops, base, size_bytes, region="region", extra=()):
-    """Remap the addresses of an op array in place: the distinct 4 KiB pages touched (ranges of
-    copies and flushes included, and the addresses `extra`) are packed from `base` in
-    ascending address order, keeping page offsets.  Returns the number of pages used and the
-    remapped `extra`; raises CliError if they do not fit. Which columns hold addresses, and
-    how many bytes from them, is the ops' byte-range kind (a branch's index is none)."""
-    kind = RANGE_KIND[ops[:, COL_OP]]
-    dst = kind != RangeKind.NONE
-    src = kind == RangeKind.DST_SRC
-    length = np.where(kind == RangeKind.LINE, 1, np.maximum(ops[:, COL_SIZE], 1))
-    extra = np.asarray(extra, dtype=np.int64)
-    starts = np.concatenate([ops[dst, COL_ADDR], ops[src, COL_SRC], extra])
-    ends = starts + np.concatenate([length[dst], length[src], np.ones(len(extra), np.int64)])
-    if not len(starts):
-        return 0, extra
-    first, last = starts // PAGE_BYTES, (ends - 1) // PAGE_BYTES
-    order = np.argsort(first, kind="stable")
-    first, last = first[order], last[order]
-    reach = np.maximum.accumulate(last)
-    new = np.ones(len(first), dtype=bool)
-    new[1:] = first[1:] > reach[:-1]
-    seg_first = first[new]
-    seg_last = reach[np.append(np.flatnonzero(new)[1:] - 1, len(first) - 1)]
-    seg_pages = seg_last - seg_first + 1
-    seg_new = np.concatenate([[0], np.cumsum(seg_pages)[:-1]])
-    pages = int(seg_pages.sum())
-    if pages * PAGE_BYTES > size_bytes:
-        raise CliError(f"--map-trace: the trace touches {pages} distinct 4 KiB pages, more than "
-                       f"region {region!r} holds ({size_bytes // PAGE_BYTES})")
+    def add(self, ops=None, addresses=()):
+        """Add the pages of an op array's ranges and of single-byte `addresses`."""
+        starts, ends = [np.asarray(addresses, dtype=np.int64)], []
+        ends.append(starts[0] + 1)
+        if ops is not None and len(ops):
+            kind = RANGE_KIND[ops[:, COL_OP]]
+            dst, src = kind != RangeKind.NONE, kind == RangeKind.DST_SRC
+            length = np.where(kind == RangeKind.LINE, 1, np.maximum(ops[:, COL_SIZE], 1))
+            starts += [ops[dst, COL_ADDR], ops[src, COL_SRC]]
+            ends += [ops[dst, COL_ADDR] + length[dst], ops[src, COL_SRC] + length[src]]
+        first = np.concatenate([self.first] + [s // PAGE_BYTES for s in starts])
+        last = np.concatenate([self.last] + [(e - 1) // PAGE_BYTES for e in ends])
+        if not len(first):
+            return
+        order = np.argsort(first, kind="stable")
+        first, last = first[order], last[order]
+        reach = np.maximum.accumulate(last)
+        new = np.ones(len(first), dtype=bool)
+        new[1:] = first[1:] > reach[:-1] + 1   # adjacent pages stay adjacent
+        self.first = first[new]
+        self.last = reach[np.append(np.flatnonzero(new)[1:] - 1, len(first) - 1)]
 
-    def remap(a):
+    @property
+    def pages(self):
+        return int((self.last - self.first + 1).sum())
+
+    def place(self, base, size_bytes, region):
+        """Pack the pages from `base`; CliError if they do not fit in `size_bytes`."""
+        if self.pages * PAGE_BYTES > size_bytes:
+            raise CliError(f"--map-trace: the trace touches {self.pages} distinct 4 KiB pages, "
+                           f"more than region {region!r} holds ({size_bytes // PAGE_BYTES})")
+        self.base = base
+        self.new_first = np.concatenate([[0], np.cumsum(self.last - self.first + 1)[:-1]])
+
+    def remap(self, a):
+        """Mapped addresses of trace addresses `a` (all on pages added before place())."""
+        a = np.asarray(a, dtype=np.int64)
         page = a // PAGE_BYTES
-        k = np.searchsorted(seg_first, page, side="right") - 1
-        return base + (seg_new[k] + page - seg_first[k]) * PAGE_BYTES + a % PAGE_BYTES
+        k = np.searchsorted(self.first, page, side="right") - 1
+        return self.base + (self.new_first[k] + page - self.first[k]) * PAGE_BYTES + a % PAGE_BYTES
 
-    ops[dst, COL_ADDR] = remap(ops[dst, COL_ADDR])
-    ops[src, COL_SRC] = remap(ops[src, COL_SRC])
-    return pages, remap(extra)
+    def remap_ops(self, ops):
+        """Remap the addresses of an op array in place."""
+        kind = RANGE_KIND[ops[:, COL_OP]]
+        dst, src = kind != RangeKind.NONE, kind == RangeKind.DST_SRC
+        ops[dst, COL_ADDR] = self.remap(ops[dst, COL_ADDR])
+        ops[src, COL_SRC] = self.remap(ops[src, COL_SRC])
 
 
 def _region_list(regions):
     return ", ".join(f"{n} {r['base']:#x}-{r['base'] + r['size_bytes']:#x}" for n, r in regions.items())
 
 
-def _cmd_trace(args):
-    overrides = dict(args.overrides)
-    machine = Machine(args.profile, overrides or None, functional=args.functional)
-    prof = machine.profile
-    fmt = _trace_format(args.file, args.format)
-    program = read_trace(args.file, fmt)
+def _map_pages(args, machine, fmt):
+    """The TracePages of --map-trace, placed in its region (a first pass over the trace), or
+    None without mapping."""
     do_map = args.map_trace
     if do_map is False and args.region:
         raise CliError("--region maps the trace into a region; it cannot be used with --no-map-trace")
     if do_map is None:
         do_map = fmt == "lackey" or args.region is not None
-    mapping = None
-    poison = args.poison
-    if do_map:
-        first_region = prof.values["region"][0]["name"]
-        name = args.region or first_region
-        region = machine.regions.get(name)
-        if region is None:
-            raise CliError(f"--region {name!r}: profile {prof.name!r} has no such region "
-                           f"(regions: {', '.join(machine.regions)})")
-        pages, poison = map_trace_pages(program.ops, region["base"], region["size_bytes"], name,
-                                        poison)
-        mapping = {"region": name, "pages": pages, "page_bytes": PAGE_BYTES}
-    try:
-        for a in poison:
-            machine.poison(int(a))
-        result = machine.run(program)
-    except EmuFault as e:
-        hint = "" if do_map else "; --map-trace remaps a trace into one region"
-        raise CliError(f"{args.file}: {e} (regions of {prof.name}: "
-                       f"{_region_list(machine.regions)}{hint})") from e
+    if not do_map:
+        return None
+    name = args.region or machine.profile.values["region"][0]["name"]
+    region = machine.regions.get(name)
+    if region is None:
+        raise CliError(f"--region {name!r}: profile {machine.profile.name!r} has no such region "
+                       f"(regions: {', '.join(machine.regions)})")
+    pages = TracePages()
+    for chunk in iter_trace(args.file, fmt):
+        pages.add(chunk.program.ops)
+    pages.add(addresses=[p.addr for p in args.poison])
+    pages.place(region["base"], region["size_bytes"], name)
+    pages.region = name
+    return pages
+
+
+def _poison(machine, args, pages):
+    """Poison the lines of --poison; returns {mapped line: the option as typed}."""
+    lines = {}
+    for p in args.poison:
+        addr = int(pages.remap(p.addr)) if pages else p.addr
+        try:
+            machine.poison(addr)
+        except (EmuFault, ValueError) as e:
+            raise CliError(f"--poison {p.text}: {e}") from None
+        lines[addr >> 6] = p.text
+    return lines
+
+
+def _cmd_trace(args):
+    overrides = dict(args.overrides)
+    machine = Machine(args.profile, overrides or None, functional=args.functional)
+    prof = machine.profile
+    fmt = resolve_format(args.file, args.format)
+    pages = _map_pages(args, machine, fmt)
+    poisoned = _poison(machine, args, pages)
+    start, n_ops = machine.cycles, 0
+    for chunk in iter_trace(args.file, fmt):
+        if pages:
+            pages.remap_ops(chunk.program.ops)
+        try:
+            machine.run(chunk.program, drain=False)
+        except EmuFault as e:
+            line = f"{args.file}:{chunk.line[e.op_index]}"
+            if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
+                raise CliError(f"{line}: reads the line poisoned by --poison "
+                               f"{poisoned[e.addr >> 6]}: {e}") from None
+            hint = "" if pages else "; --map-trace remaps a trace into one region"
+            raise CliError(f"{line}: {e} (regions of {prof.name}: "
+                           f"{_region_list(machine.regions)}{hint})") from None
+        n_ops += len(chunk.program)
+    cycles = machine.drain() - start
+    mapping = pages and {"region": pages.region, "pages": pages.pages, "page_bytes": PAGE_BYTES}
     s = machine.stats()
     levels = {}
     for n, d in s["levels"].items():
@@ -228,7 +271,7 @@ def _cmd_trace(args):
         levels[n] = dict(d, miss_ratio=(d["misses"] / total) if total else None)
     report = {
         "trace": args.file, "format": fmt, "profile": prof.name,
-        "cycles": result.cycles, "seconds": result.seconds, "ops": result.ops,
+        "cycles": cycles, "seconds": cycles / (machine.freq_ghz * 1e9), "ops": n_ops,
         "levels": levels, "media": s["media"], "regions": s["regions"],
         "map_trace": mapping, "functional": args.functional, "overrides": overrides,
         "profile_files": list(prof.files), "profile_sources": dict(prof.sources),
