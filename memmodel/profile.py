@@ -162,11 +162,17 @@ def shipped_profiles():
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
+def _is_name(spec):
+    """Whether `spec` names a shipped profile rather than a file: no .toml suffix and no
+    path separator. Anything else is a path, read as given (it must exist)."""
+    return not spec.endswith(".toml") and "/" not in spec and "\\" not in spec
+
+
 def _shipped_path(name):
-    path = resources.files("memmodel") / "profiles" / f"{name}.toml"
-    if not path.is_file():
+    # a listed name only: "..", "." or a name with a separator never leaves profiles/
+    if name not in shipped_profiles():
         raise ProfileError(f"no shipped profile named {name!r}; shipped: {', '.join(shipped_profiles())}")
-    return Path(str(path))
+    return Path(str(resources.files("memmodel") / "profiles" / f"{name}.toml"))
 
 
 def _read_toml(path):
@@ -175,8 +181,18 @@ def _read_toml(path):
             return tomllib.load(f)
     except FileNotFoundError:
         raise ProfileError(f"{path}: no such profile file") from None
-    except tomllib.TOMLDecodeError as e:
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read the profile file: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
+
+
+def _head(raw, where):
+    """The [profile] table of raw TOML data."""
+    head = raw.get("profile", {})
+    if not isinstance(head, dict):
+        raise ProfileError(f"{where}: profile: must be a table")
+    return head
 
 
 def _merge(base, over):
@@ -191,19 +207,24 @@ def _merge(base, over):
 
 def _with_parent(raw, here, chain):
     """`raw` merged over the profile it inherits from (recursively). `here` is the file
-    being read (relative .toml parents are found beside it) or None for a dict.
-    Returns (raw, the parent files, root first)."""
-    parent = raw.get("profile", {}).get("inherit")
+    being read or None for a dict. A parent is a shipped name or a file beside `here` (or a
+    dict's working directory) or below it: a relative path without "..", so that a profile
+    cannot pull in files from elsewhere. Returns (raw, the parent files, root first)."""
+    where = here or "<dict>"
+    parent = _head(raw, where).get("inherit")
     if parent is None:
         return raw, []
     if not isinstance(parent, str):
-        raise ProfileError(f"{here or '<dict>'}: profile.inherit: must be a profile name or path")
-    if parent.endswith(".toml"):
-        ppath = Path(parent)
-        if not ppath.is_absolute() and here is not None:
-            ppath = Path(here).parent / ppath
-    else:
+        raise ProfileError(f"{where}: profile.inherit: must be a profile name or path")
+    if _is_name(parent):
         ppath = _shipped_path(parent)
+    else:
+        ppath = Path(parent)
+        if ppath.is_absolute() or ".." in ppath.parts:
+            raise ProfileError(f"{where}: profile.inherit = {parent!r}: a parent file is "
+                               f"named relative to this one's folder, without '..'")
+        if here is not None:
+            ppath = Path(here).parent / ppath
     base, files = _load_raw(ppath, chain)
     raw = _merge(base, raw)
     raw["profile"].pop("inherit", None)
@@ -297,7 +318,7 @@ def _validate(raw, fname):
     unknown = set(raw) - set(_TOP)
     if unknown:
         raise ProfileError(f"{fname}: unknown section(s) {', '.join(sorted(unknown))}")
-    head = raw.get("profile", {})
+    head = _head(raw, fname)
     if set(head) - {"description", "inherit"}:
         raise ProfileError(f"{fname}: profile: unknown key(s) {sorted(set(head) - {'description', 'inherit'})}")
     if not isinstance(head.get("description"), str):
@@ -424,15 +445,16 @@ def load_profile(spec, overrides=None):
         return spec
     if isinstance(spec, dict):
         raw = copy.deepcopy(spec)
-        name = raw.get("profile", {}).pop("name", "<dict>")
+        name = _head(raw, "<dict>").pop("name", "<dict>")
         raw, files = _with_parent(raw, None, [])
         files.append("<dict>")
     else:
-        path = Path(spec) if str(spec).endswith(".toml") else _shipped_path(str(spec))
+        path = _shipped_path(str(spec)) if _is_name(str(spec)) else Path(spec)
         raw, files = _load_raw(path, [])
         name = path.stem
     fname = files[-1]
     if overrides:
         raw = _apply_overrides(raw, overrides, fname)
+        fname += " with overrides"   # a bad value may be the caller's, not the file's
     values, sources = _validate(raw, fname)
     return Profile(name=name, values=values, sources=sources, files=files)
