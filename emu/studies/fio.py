@@ -60,6 +60,7 @@ def add_job_options(parser, rw, *, bs, jobs, ios, file_size, why, jobs_help, fil
                         help=f"bytes of the file, {_DONE[rw]} sequentially and wrapped "
                              f"(default: %(default)s{file_size_note}); at most the pmem device")
 
+
 def check_job_options(bs, ios, file_size):
     """FioError unless a block fits the file and the I/Os move at most MAX_BYTES."""
     if file_size < bs:
