@@ -7,6 +7,7 @@ Unknown sections or keys, missing keys, wrong types and out-of-range values rais
 ProfileError naming the file and the key.
 """
 import copy
+import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,92 +26,116 @@ class ProfileError(ValueError):
     """A profile that cannot be used; the message names file, key and problem."""
 
 
-# (type, sourced, minimum) per key; sourced numbers need value + source/assumption. The
-# media kinds' own keys (memmodel.media.KINDS) spell the types as these strings.
+# The schema, one table per section: numbers are (type, sourced, minimum, maximum), other
+# values (type, sourced, allowed names or None); sourced numbers need value + source or
+# assumption. The media kinds' own keys (memmodel.media.KINDS) are specs of the same form,
+# with the types spelt as these strings. Every number has a finite range: the maxima are
+# generous for real hardware and keep what is derived from a value (cycles, FP occupancies,
+# the sizes of the state buffer's sections) well inside int64 and of bounded size.
 _NUM = "num"
 _INT = "int"
 _STR = "str"
 _BOOL = "bool"
 _LIST = "list"   # of strings from an allowed set
 
+# Times: at most 1e6 ns or 1e6 cycles per event, at up to 10 GHz: a latency is at most 1e7
+# cycles. Bandwidths from 1 MB/s to 10 TB/s: a channel occupancy in FP units (memmodel.media
+# occ_fp) is then 1 to ~1e12 per access. The FP clocks count cycles x 1024, so a run can
+# emulate 2**63 / 1024 cycles (ten days at 10 GHz) whatever the values.
+_NS = (0, 10**6)
+_CYCLES = (0, 10**6)
+_GBPS = (0.001, 10**4)
+
+# Entry counts size state sections (two ROB arrays, the store buffer, the line fill buffers)
+# and are scanned per access; real cores have a few hundred ROB entries and ~10-16 LFBs.
 _CORE = {
-    "freq_ghz": (_NUM, True, 0.1),
-    "rob_entries": (_INT, True, 1),
-    "store_buffer_entries": (_INT, True, 1),
-    "lfb_entries": (_INT, True, 1),
-    "wc_buffers": (_INT, True, 1),
-    "uops_per_cycle": (_INT, True, 1),
-    "store_commit_cycles": (_INT, True, 1),
+    "freq_ghz": (_NUM, True, 0.1, 10),
+    "rob_entries": (_INT, True, 1, 4096),
+    "store_buffer_entries": (_INT, True, 1, 4096),
+    "lfb_entries": (_INT, True, 1, 256),
+    "wc_buffers": (_INT, True, 1, 64),   # memmodel.tables.MAX_WC_BUFFERS
+    "uops_per_cycle": (_INT, True, 1, 64),
+    "store_commit_cycles": (_INT, True, 1, _CYCLES[1]),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),
 }
+# A level of 1 GiB (more than any LLC a core sees) is 16 Mi blocks, 512 MiB of the four
+# per-block sections of memmodel.cache; a set is scanned way by way.
 _CACHE = {
-    "size_bytes": (_INT, True, 64),
-    "ways": (_INT, True, 1),
-    "hit_cycles": (_INT, True, 1),
+    "size_bytes": (_INT, True, 64, 1 << 30),
+    "ways": (_INT, True, 1, 1024),
+    "hit_cycles": (_INT, True, 1, _CYCLES[1]),
     "policy": (_STR, False, POLICY_IDS),
     "prefetcher": (_STR, False, PREFETCHER_IDS),
 }
-_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, 0)}
+_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS)}
 _INSTR = {
-    "lfence_cycles": (_INT, True, 0),
-    "sfence_cycles": (_INT, True, 0),
-    "mfence_cycles": (_INT, True, 0),
-    "clflush_cycles": (_INT, True, 0),
-    "clflushopt_cycles": (_INT, True, 0),
-    "clwb_cycles": (_INT, True, 0),
-    "stac_cycles": (_INT, True, 0),
-    "clac_cycles": (_INT, True, 0),
-    "movnt_cycles": (_INT, True, 0),
-    "rep_movsb_startup_cycles": (_INT, True, 0),
-    "rep_movsb_bytes_per_cycle": (_NUM, True, 1),
-    "rep_movsb_nrfo_threshold_bytes": (_INT, True, 0),
-    "branch_mispredict_cycles": (_INT, True, 0),
-    "branch_resolve_cycles": (_INT, True, 0),
-    "index_mask_cycles": (_INT, True, 0),
-    "div64_cycles": (_INT, True, 0),
-    "fault_fixup_cycles": (_INT, True, 0),
-    "machine_check_cycles": (_INT, True, 0),
+    "lfence_cycles": (_INT, True, *_CYCLES),
+    "sfence_cycles": (_INT, True, *_CYCLES),
+    "mfence_cycles": (_INT, True, *_CYCLES),
+    "clflush_cycles": (_INT, True, *_CYCLES),
+    "clflushopt_cycles": (_INT, True, *_CYCLES),
+    "clwb_cycles": (_INT, True, *_CYCLES),
+    "stac_cycles": (_INT, True, *_CYCLES),
+    "clac_cycles": (_INT, True, *_CYCLES),
+    "movnt_cycles": (_INT, True, *_CYCLES),
+    "rep_movsb_startup_cycles": (_INT, True, *_CYCLES),
+    "rep_movsb_bytes_per_cycle": (_NUM, True, 1, 1024),
+    "rep_movsb_nrfo_threshold_bytes": (_INT, True, 0, 1 << 30),
+    "branch_mispredict_cycles": (_INT, True, *_CYCLES),
+    "branch_resolve_cycles": (_INT, True, *_CYCLES),
+    "index_mask_cycles": (_INT, True, *_CYCLES),
+    "div64_cycles": (_INT, True, *_CYCLES),
+    "fault_fixup_cycles": (_INT, True, *_CYCLES),
+    "machine_check_cycles": (_INT, True, *_CYCLES),
 }
+# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.
 _PREFETCH = {
-    "stream_distance_lines": (_INT, True, 1),
-    "stream_degree_lines": (_INT, True, 1),
-    "stream_entries": (_INT, True, 1),
+    "stream_distance_lines": (_INT, True, 1, 64),
+    "stream_degree_lines": (_INT, True, 1, 64),
+    "stream_entries": (_INT, True, 1, 256),
 }
 _NUMA = {
-    "remote_latency_ns": (_NUM, True, 0),
-    "remote_bw_gbps": (_NUM, True, 0.001),
+    "remote_latency_ns": (_NUM, True, *_NS),
+    "remote_bw_gbps": (_NUM, True, *_GBPS),
 }
+# Each channel is a row of the chan section with a slot per WPQ entry (and the XPBuffer).
 _MEDIA = {
     "kind": (_STR, False, KIND_IDS),
-    "read_latency_ns": (_NUM, True, 0),
-    "write_accept_ns": (_NUM, True, 0),
-    "read_bw_gbps": (_NUM, True, 0.001),
-    "write_bw_gbps": (_NUM, True, 0.001),
-    "channels": (_INT, True, 1),
-    "interleave_bytes": (_INT, True, 64),
-    "wpq_entries": (_INT, True, 1),
+    "read_latency_ns": (_NUM, True, *_NS),
+    "write_accept_ns": (_NUM, True, *_NS),
+    "read_bw_gbps": (_NUM, True, *_GBPS),
+    "write_bw_gbps": (_NUM, True, *_GBPS),
+    "channels": (_INT, True, 1, 64),
+    "interleave_bytes": (_INT, True, 64, 1 << 30),
+    "wpq_entries": (_INT, True, 1, 4096),
     "persistence": (_STR, False, PERSISTENCE),
     "reads_wait_for_writes": (_BOOL, False, None),
 }
 # Work the emulator does not model, declared per operation (docs/design.md "Honesty rules"):
 # scenarios emit these as WORK ops, the same for every variant.
 _SOFTWARE = {
-    "syscall_entry_exit_ns": (_NUM, True, 0),
-    "vfs_read_ns": (_NUM, True, 0),
-    "vfs_write_ns": (_NUM, True, 0),
-    "fs_read_iter_ns": (_NUM, True, 0),
-    "fs_write_iter_ns": (_NUM, True, 0),
-    "vhost_net_tx_ns": (_NUM, True, 0),
-    "tun_xdp_ns": (_NUM, True, 0),
-    "dma_pool_call_ns": (_NUM, True, 0),
+    "syscall_entry_exit_ns": (_NUM, True, *_NS),
+    "vfs_read_ns": (_NUM, True, *_NS),
+    "vfs_write_ns": (_NUM, True, *_NS),
+    "fs_read_iter_ns": (_NUM, True, *_NS),
+    "fs_write_iter_ns": (_NUM, True, *_NS),
+    "vhost_net_tx_ns": (_NUM, True, *_NS),
+    "tun_xdp_ns": (_NUM, True, *_NS),
+    "dma_pool_call_ns": (_NUM, True, *_NS),
 }
+# Regions lie in the physical address space (isa.ops.PHYS_LIMIT, whose package loads numba:
+# tests/test_bad_values.py checks the two agree). Functional memory has a directory entry
+# per 2 MiB of every region (memmodel.memory): MAPPED_BYTES in all (64 TiB, more than any
+# one machine's memory) is 32 Mi entries, 256 MiB. Nodes: Linux's MAX_NUMNODES is 1024.
+PHYS_LIMIT = 1 << 52
+MAPPED_BYTES = 1 << 46
 _REGION = {
     "name": (_STR, False, None),
-    "base": (_INT, False, 0),
-    "size_bytes": (_INT, False, 4096),
+    "base": (_INT, False, 0, PHYS_LIMIT - 4096),
+    "size_bytes": (_INT, False, 4096, MAPPED_BYTES),
     "media": (_STR, False, None),
-    "node": (_INT, False, 0),
+    "node": (_INT, False, 0, 1023),
     "privilege": (_STR, False, PRIVILEGE),
 }
 _TOP = ("profile", "core", "cache", "instr", "prefetch", "numa", "software", "media", "region")
@@ -137,11 +162,17 @@ def shipped_profiles():
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
+def _is_name(spec):
+    """Whether `spec` names a shipped profile rather than a file: no .toml suffix and no
+    path separator. Anything else is a path, read as given (it must exist)."""
+    return not spec.endswith(".toml") and "/" not in spec and "\\" not in spec
+
+
 def _shipped_path(name):
-    path = resources.files("memmodel") / "profiles" / f"{name}.toml"
-    if not path.is_file():
+    # a listed name only: "..", "." or a name with a separator never leaves profiles/
+    if name not in shipped_profiles():
         raise ProfileError(f"no shipped profile named {name!r}; shipped: {', '.join(shipped_profiles())}")
-    return Path(str(path))
+    return Path(str(resources.files("memmodel") / "profiles" / f"{name}.toml"))
 
 
 def _read_toml(path):
@@ -150,8 +181,18 @@ def _read_toml(path):
             return tomllib.load(f)
     except FileNotFoundError:
         raise ProfileError(f"{path}: no such profile file") from None
-    except tomllib.TOMLDecodeError as e:
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read the profile file: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
+
+
+def _head(raw, where):
+    """The [profile] table of raw TOML data."""
+    head = raw.get("profile", {})
+    if not isinstance(head, dict):
+        raise ProfileError(f"{where}: profile: must be a table")
+    return head
 
 
 def _merge(base, over):
@@ -166,19 +207,24 @@ def _merge(base, over):
 
 def _with_parent(raw, here, chain):
     """`raw` merged over the profile it inherits from (recursively). `here` is the file
-    being read (relative .toml parents are found beside it) or None for a dict.
-    Returns (raw, the parent files, root first)."""
-    parent = raw.get("profile", {}).get("inherit")
+    being read or None for a dict. A parent is a shipped name or a file beside `here` (or a
+    dict's working directory) or below it: a relative path without "..", so that a profile
+    cannot pull in files from elsewhere. Returns (raw, the parent files, root first)."""
+    where = here or "<dict>"
+    parent = _head(raw, where).get("inherit")
     if parent is None:
         return raw, []
     if not isinstance(parent, str):
-        raise ProfileError(f"{here or '<dict>'}: profile.inherit: must be a profile name or path")
-    if parent.endswith(".toml"):
-        ppath = Path(parent)
-        if not ppath.is_absolute() and here is not None:
-            ppath = Path(here).parent / ppath
-    else:
+        raise ProfileError(f"{where}: profile.inherit: must be a profile name or path")
+    if _is_name(parent):
         ppath = _shipped_path(parent)
+    else:
+        ppath = Path(parent)
+        if ppath.is_absolute() or ".." in ppath.parts:
+            raise ProfileError(f"{where}: profile.inherit = {parent!r}: a parent file is "
+                               f"named relative to this one's folder, without '..'")
+        if here is not None:
+            ppath = Path(here).parent / ppath
     base, files = _load_raw(ppath, chain)
     raw = _merge(base, raw)
     raw["profile"].pop("inherit", None)
@@ -193,7 +239,7 @@ def _load_raw(path, chain):
 
 
 def _check_value(where, key, spec, raw, sources):
-    kind, sourced, limit = spec
+    kind, sourced, *limit = spec
     if sourced:
         if not isinstance(raw, dict):
             raise ProfileError(f"{where}.{key}: a timing number needs a provenance, write "
@@ -210,34 +256,45 @@ def _check_value(where, key, spec, raw, sources):
         val = raw["value"]
     else:
         val = raw
-    if kind == _INT:
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise ProfileError(f"{where}.{key}: must be an integer, got {val!r}")
-        if limit is not None and val < limit:
-            raise ProfileError(f"{where}.{key}: must be >= {limit}, got {val}")
-    elif kind == _NUM:
-        if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise ProfileError(f"{where}.{key}: must be a number, got {val!r}")
-        if val < limit:
-            raise ProfileError(f"{where}.{key}: must be >= {limit}, got {val}")
-        val = float(val)
-    elif kind == _BOOL:
+    if kind in (_INT, _NUM):
+        return _check_number(f"{where}.{key}", kind, val, *limit)
+    (allowed,) = limit
+    if kind == _BOOL:
         if not isinstance(val, bool):
             raise ProfileError(f"{where}.{key}: must be true or false, got {val!r}")
     elif kind == _LIST:
         if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
             raise ProfileError(f"{where}.{key}: must be a list of strings, got {val!r}")
-        bad = [x for x in val if x not in limit]
+        bad = [x for x in val if x not in allowed]
         if bad:
-            raise ProfileError(f"{where}.{key}: unknown {bad}; known: {', '.join(limit)}")
+            raise ProfileError(f"{where}.{key}: unknown {bad}; known: {', '.join(allowed)}")
     elif kind == _STR:
         if not isinstance(val, str):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
-        if limit is not None and val not in limit:
-            raise ProfileError(f"{where}.{key}: {val!r} is not one of {', '.join(map(repr, limit))}")
+        if allowed is not None and val not in allowed:
+            raise ProfileError(f"{where}.{key}: {val!r} is not one of {', '.join(map(repr, allowed))}")
     else:
         raise TypeError(f"{where}.{key}: the schema names no known type ({kind!r})")
     return val
+
+
+def _check_number(what, kind, val, lo, hi):
+    """`val` as the schema's int or float in [lo, hi]; the error names `what`, the value and
+    the range. Bools are not numbers here; nan and the infinities are never in range."""
+    if isinstance(val, bool) or not isinstance(val, int if kind == _INT else (int, float)):
+        problem = "an integer" if kind == _INT else "a number"
+    elif isinstance(val, float) and not math.isfinite(val):
+        problem = "finite"
+    elif val < lo:
+        problem = f">= {lo}"
+    elif val > hi:
+        problem = f"<= {hi}"
+    else:
+        return float(val) if kind == _NUM else val
+    # an int of thousands of digits has no repr (sys.set_int_max_str_digits)
+    shown = (f"an integer of {val.bit_length()} bits" if isinstance(val, int) and
+             val.bit_length() > 64 else repr(val))
+    raise ProfileError(f"{what}: must be {problem}, got {shown} (range [{lo}, {hi}])")
 
 
 def _check_table(where, table, schema, sources, optional=()):
@@ -261,7 +318,7 @@ def _validate(raw, fname):
     unknown = set(raw) - set(_TOP)
     if unknown:
         raise ProfileError(f"{fname}: unknown section(s) {', '.join(sorted(unknown))}")
-    head = raw.get("profile", {})
+    head = _head(raw, fname)
     if set(head) - {"description", "inherit"}:
         raise ProfileError(f"{fname}: profile: unknown key(s) {sorted(set(head) - {'description', 'inherit'})}")
     if not isinstance(head.get("description"), str):
@@ -288,6 +345,9 @@ def _validate(raw, fname):
                                f"sets of {lvl['ways']} ways x 64 B")
         if lvl["policy"] == "plru" and lvl["ways"] & (lvl["ways"] - 1):
             raise ProfileError(f"{where}.policy: plru needs a power-of-two number of ways, got {lvl['ways']}")
+        if n not in CACHE_LEVELS[:2] and lvl["prefetcher"] != "none":
+            raise ProfileError(f"{where}.prefetcher: prefetchers are modelled at l1d and l2 "
+                               f"only, got {lvl['prefetcher']!r}")
         v["cache"][n] = lvl
     v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources)
     v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources)
@@ -333,6 +393,15 @@ def check_regions(regions, media, where):
             raise ProfileError(f"{where}[{i}].name: {r['name']!r} is already the name of "
                                f"{where}[{seen[r['name']]}]")
         seen[r["name"]] = i
+    for i, r in enumerate(out):
+        if r["base"] + r["size_bytes"] > PHYS_LIMIT:
+            raise ProfileError(f"{where}[{i}] {r['name']!r}: ends at "
+                               f"{r['base'] + r['size_bytes']:#x}, beyond the physical address "
+                               f"space [0, {PHYS_LIMIT:#x})")
+    total = sum(r["size_bytes"] for r in out)
+    if total > MAPPED_BYTES:
+        raise ProfileError(f"{where}: the regions map {total:#x} bytes, more than the "
+                           f"{MAPPED_BYTES:#x} modelled in all")
     spans = sorted((r["base"], r["base"] + r["size_bytes"], i) for i, r in enumerate(out))
     for (_, e0, i0), (b1, _, i1) in zip(spans, spans[1:]):
         if b1 < e0:
@@ -342,7 +411,11 @@ def check_regions(regions, media, where):
 
 
 def _apply_overrides(raw, overrides, fname):
+    if not isinstance(overrides, dict):
+        raise ProfileError(f"overrides must be a dict of dotted keys, not {overrides!r}")
     for dotted, val in overrides.items():
+        if not isinstance(dotted, str):
+            raise ProfileError(f"{fname}: override {dotted!r}: a key is a dotted string")
         node = raw
         parts = dotted.split(".")
         for p in parts[:-1]:
@@ -360,7 +433,8 @@ def _apply_overrides(raw, overrides, fname):
 
 
 def load_profile(spec, overrides=None):
-    """Load a profile from a shipped name, a path to a .toml file, or a dict of raw TOML data.
+    """Load a profile from a shipped name, a path to a profile file (a name ending in .toml
+    or holding a path separator), or a dict of raw TOML data.
 
     `overrides` maps dotted keys ("cache.llc.size_bytes") to new values; a bare number
     replacing a sourced one is recorded as an assumption made by the caller.
@@ -371,15 +445,16 @@ def load_profile(spec, overrides=None):
         return spec
     if isinstance(spec, dict):
         raw = copy.deepcopy(spec)
-        name = raw.get("profile", {}).pop("name", "<dict>")
+        name = _head(raw, "<dict>").pop("name", "<dict>")
         raw, files = _with_parent(raw, None, [])
         files.append("<dict>")
     else:
-        path = Path(spec) if str(spec).endswith(".toml") else _shipped_path(str(spec))
+        path = _shipped_path(str(spec)) if _is_name(str(spec)) else Path(spec)
         raw, files = _load_raw(path, [])
         name = path.stem
     fname = files[-1]
     if overrides:
         raw = _apply_overrides(raw, overrides, fname)
+        fname += " with overrides"   # a bad value may be the caller's, not the file's
     values, sources = _validate(raw, fname)
     return Profile(name=name, values=values, sources=sources, files=files)

@@ -89,15 +89,27 @@ def _parse_set(item):
     return key.strip(), _parse_value(value.strip())
 
 
+class _SetOnce(argparse.Action):
+    """--set appends (KEY, VALUE); a KEY given twice is an error rather than last-wins."""
+
+    def __call__(self, parser, namespace, pair, option_string=None):
+        given = list(getattr(namespace, self.dest))
+        if any(key == pair[0] for key, _ in given):
+            raise argparse.ArgumentError(None, f"--set {pair[0]} given twice")
+        setattr(namespace, self.dest, given + [pair])
+
+
 def _machine_options(parser, default_profile):
     """--profile, --set and --json, shared by the commands that run a machine."""
     parser.add_argument("--profile", default=default_profile, metavar="P",
-                        help="shipped profile name or path to a .toml file (default: %(default)s)")
-    parser.add_argument("--set", dest="overrides", action="append", type=_parse_set, default=[],
+                        help="shipped profile name, or path to a profile file (ending in .toml "
+                             "or holding a /) (default: %(default)s)")
+    parser.add_argument("--set", dest="overrides", action=_SetOnce, type=_parse_set, default=[],
                         metavar="KEY=VALUE",
                         help="override a profile value, e.g. cache.l1d.prefetcher=none or "
                              "core.freq_ghz=3.0 "
-                             "(VALUE is parsed as int, float, true/false or string; repeatable)")
+                             "(VALUE is parsed as int, float, true/false or string; repeatable, "
+                             "each KEY once; values outside a key's range are refused)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 

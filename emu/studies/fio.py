@@ -18,17 +18,24 @@ own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_r
 then calls the per-I/O function `io(program, k)`, which emits the rest of the I/O k and
 returns the bytes transferred or a negative errno (a FioError then). A read path plugs in
 as another `io` with rw="read". A scenario's --bs, --jobs, --ios and --file-size options come
-from `add_job_options`, with the scenario's defaults.
+from `add_job_options`, with the scenario's defaults, and have bounds that keep a run's
+memory and time bounded: a block is at most the scenarios' 1 GiB user region; a variant's
+I/Os are one program in memory (~4 KB an I/O, so at most MAX_IOS) and move at most
+MAX_BYTES (--ios x --bs, `check_job_options`); jobs beyond MAX_JOBS, or so many that one
+job's share of a value falls below the profile's range for it, are refused.
 """
 import errno
 from dataclasses import dataclass
 
-from emu.studies.scenarios.common import positive_int
+from emu.studies.scenarios.common import USER_BYTES, int_in
 from isa.program import Program
-from memmodel.profile import load_profile
+from memmodel.profile import MAPPED_BYTES, ProfileError, load_profile
 
 RW = ("read", "write")
 _DONE = {"read": "read", "write": "written"}
+MAX_JOBS = 4096
+MAX_IOS = 100_000
+MAX_BYTES = 1 << 36   # 64 GiB a variant: minutes of emulation
 
 
 class FioError(Exception):
@@ -40,16 +47,27 @@ def add_job_options(parser, rw, *, bs, jobs, ios, file_size, why, jobs_help, fil
     defaults. `why` says where the defaults of --bs and --jobs come from ("as published",
     "assumed"), `jobs_help` what the jobs are to the scenario, `file_size_note` is added to
     --file-size's help."""
-    parser.add_argument("--bs", type=positive_int, default=bs,
-                        help=f"bytes per {rw} (default: %(default)s, {why})")
-    parser.add_argument("--jobs", type=positive_int, default=jobs,
-                        help=f"identical fio jobs{jobs_help} (default: %(default)s, {why})")
-    parser.add_argument("--ios", type=positive_int, default=ios,
+    parser.add_argument("--bs", type=int_in(1, USER_BYTES), default=bs,
+                        help=f"bytes per {rw} (default: %(default)s, {why}); at most {USER_BYTES}")
+    parser.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=jobs,
+                        help=f"identical fio jobs{jobs_help} (default: %(default)s, {why}); at "
+                             f"most {MAX_JOBS}")
+    parser.add_argument("--ios", type=int_in(1, MAX_IOS), default=ios,
                         help=f"measured {rw}s per variant, after a tenth as many unmeasured "
-                             f"(default: %(default)s)")
-    parser.add_argument("--file-size", type=positive_int, default=file_size,
+                             f"(default: %(default)s); at most {MAX_IOS}, and {MAX_BYTES} bytes "
+                             f"with --bs")
+    parser.add_argument("--file-size", type=int_in(1, MAPPED_BYTES), default=file_size,
                         help=f"bytes of the file, {_DONE[rw]} sequentially and wrapped "
-                             f"(default: %(default)s{file_size_note})")
+                             f"(default: %(default)s{file_size_note}); at most the pmem device")
+
+
+def check_job_options(bs, ios, file_size):
+    """FioError unless a block fits the file and the I/Os move at most MAX_BYTES."""
+    if file_size < bs:
+        raise FioError(f"--bs {bs} is larger than --file-size {file_size}")
+    if ios * bs > MAX_BYTES:
+        raise FioError(f"--ios {ios} x --bs {bs} is {ios * bs} bytes a variant, more than "
+                       f"{MAX_BYTES}")
 
 
 def _shared_keys(values):
@@ -88,6 +106,11 @@ def job_overrides(profile, overrides, jobs):
         kind = "assumption" if src.startswith("assumption") else "source"
         out[key] = {"value": share, kind: f"fio --numjobs={jobs}: the emulated core's share, "
                                           f"{how} of {key} = {value} ({src})"}
+    try:   # the caller's overrides passed above: a failure here is a share out of range
+        load_profile(profile, out)
+    except ProfileError as e:
+        raise FioError(f"--jobs: {jobs} jobs sharing the emulated core's caches and bandwidth "
+                       f"are too many for the profile, a job's share is out of range: {e}") from None
     return out
 
 

@@ -28,14 +28,16 @@ from memmodel.layout import fields
 FP = 1024
 
 # kind -> (the module of this package that times it, the keys it adds to its profile
-# [media.NAME] table, as memmodel.profile's (type, sourced, minimum) specs)
+# [media.NAME] table, as memmodel.profile's (type, sourced, minimum, maximum) specs).
+# Optane: an XPLine's written-chunk mask is one int64 (a bit per 64 bytes), and the
+# XPBuffer is scanned per access and has room in every channel row.
 KINDS = {
     "dram": ("dram", {}),
     "nvdimm-n": ("dram", {}),
     "optane": ("optane", {
-        "buffer_read_latency_ns": ("num", True, 0),
-        "xpline_bytes": ("int", True, 64),
-        "xpbuffer_entries": ("int", True, 1),
+        "buffer_read_latency_ns": ("num", True, 0, 10**6),
+        "xpline_bytes": ("int", True, 64, 2048),
+        "xpbuffer_entries": ("int", True, 1, 1024),
     }),
 }
 KIND_IDS = tuple(KINDS)

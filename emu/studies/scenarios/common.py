@@ -23,12 +23,16 @@ def with_user_region(values):
     return regions + [user]
 
 
-def positive_int(text, minimum=1):
-    """An option's integer (decimal or 0x...), at least `minimum`."""
-    value = int(text, 0)
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be an integer of at least {minimum}, not {text}")
-    return value
+def int_in(lo, hi):
+    """An argparse type: an option's integer (decimal or 0x...) in [lo, hi]."""
+    def parse(text):
+        value = int(text, 0)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer of at least {lo} and at most "
+                                             f"{hi}, not {text}")
+        return value
+    parse.__name__ = "int"   # argparse says "invalid int value: 'x'" for a ValueError
+    return parse
 
 
 def functions_table(variants, key, width, fmt=".1f", labels=None):

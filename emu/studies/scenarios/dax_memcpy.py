@@ -6,10 +6,13 @@ core's NUMA node (`numa=local`) or the other one (`numa=remote`); the DRAM sourc
 Metric: `seconds` of emulated time for the run. Published figures are shown beside it; no
 profile value is chosen to meet them (docs/scenarios.md, "dax-memcpy").
 """
+import argparse
+
 import numpy as np
 
 from emu.machine import Machine
 from kernels.memcpy_study import BUFFER_BYTES, COPIES_PER_BUFFER, COPY_BYTES, study_program
+from memmodel.profile import ProfileError
 
 NAME = "dax-memcpy"
 DEFAULT_PROFILE = "haswell-nvdimm-n"
@@ -26,9 +29,17 @@ SENSITIVE = ("media.nvdimm.write_accept_ns", "media.dram.read_latency_ns",
              "media.nvdimm.write_bw_gbps", "media.nvdimm.wpq_entries")
 
 
+def _scale(text):
+    value = float(text)
+    if not 0 < value <= 1:   # false for nan too
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], not {text}")
+    return value
+
+
 def configure(parser):
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="fraction of the 1M copies to run (whole 4 MiB passes, at least one)")
+    parser.add_argument("--scale", type=_scale, default=1.0,
+                        help="fraction of the 1M copies to run, in (0, 1] (whole 4 MiB passes, "
+                             "at least one)")
 
 
 def _regions(m, remote):
@@ -36,13 +47,13 @@ def _regions(m, remote):
     nv = [n for n, r in m.regions.items() if m.profile.values["media"][r["media"]]["kind"] == "nvdimm-n"]
     dram = [n for n, r in m.regions.items() if m.profile.values["media"][r["media"]]["kind"] == "dram"]
     if not nv or not dram:
-        raise ValueError(f"profile {m.profile.name!r} needs an nvdimm-n and a dram region")
+        raise ProfileError(f"profile {m.profile.name!r} needs an nvdimm-n and a dram region")
     want = 1 if remote else 0
     dst = [n for n in nv if m.regions[n]["node"] == want]
     src = [n for n in dram if m.regions[n]["node"] == 0]
     if not dst or not src:
-        raise ValueError(f"profile {m.profile.name!r} has no nvdimm-n region on node {want} "
-                         f"or no dram region on node 0")
+        raise ProfileError(f"profile {m.profile.name!r} has no nvdimm-n region on node {want} "
+                           f"or no dram region on node 0")
     return m.regions[dst[0]], m.regions[src[0]]
 
 

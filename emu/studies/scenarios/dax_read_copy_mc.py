@@ -28,14 +28,20 @@ import math
 import numpy as np
 
 from emu.machine import MachineCheck
-from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
-from emu.studies.scenarios.common import functions_table, positive_int
+from emu.studies.fio import (
+    FioError,
+    add_job_options,
+    check_job_options,
+    job_overrides,
+    run_jobs,
+)
+from emu.studies.scenarios.common import functions_table, int_in
 from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
 from kernels.read_write import ksys_pread64
-from memmodel.profile import load_profile
+from memmodel.profile import MAPPED_BYTES, load_profile
 
 NAME = "dax-read-copy-mc"
 DEFAULT_PROFILE = "cascadelake-optane"
@@ -55,7 +61,7 @@ def configure(parser):
                     why="as published", jobs_help=" over the sockets",
                     file_size_note="; the published 200 GB file is far larger than the LLC "
                                    "either way")
-    parser.add_argument("--poison", type=lambda t: positive_int(t, minimum=0), default=None, metavar="OFFSET",
+    parser.add_argument("--poison", type=int_in(0, MAPPED_BYTES), default=None, metavar="OFFSET",
                         help="also poison the pmem line holding this byte of the file and show "
                              "what each copy returns")
 
@@ -74,8 +80,7 @@ def _rig(profile, overrides, copy_mc, file_size, bs):
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
-    if file_size < bs:
-        raise FioError(f"--bs {bs} is larger than --file-size {file_size}")
+    check_job_options(bs, ios, file_size)
     per_socket = math.ceil(jobs / sockets(profile, overrides))
     shared = job_overrides(profile, overrides, per_socket)
     m, f, buf, ranges, data_start, media = _rig(profile, shared, VARIANTS[variant],
@@ -94,11 +99,15 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
             "pmem_reads_per_io": r.media[media]["reads"]}
 
 
+def _check_poison(offset, file_size):
+    if offset >= file_size:
+        raise FioError(f"--poison {offset} is beyond the {file_size}-byte file")
+
+
 def poison_check(profile, overrides, variant, bs, offset, file_size):
     """Poison the file's byte `offset` and read its block: what the read returns, whether
     the bytes before the poisoned line arrived intact, and what a plain memcpy does."""
-    if offset >= file_size:
-        raise FioError(f"--poison {offset} is beyond the {file_size}-byte file")
+    _check_poison(offset, file_size)
     m, f, buf, ranges, data_start, _ = _rig(profile, overrides, VARIANTS[variant],
                                             -(-file_size // 4096) * 4096, bs)
     pos = offset // bs * bs
@@ -124,6 +133,8 @@ def poison_check(profile, overrides, variant, bs, offset, file_size):
 def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
+    if args.poison is not None:   # before the long runs
+        _check_poison(args.poison, args.file_size)
     variants = {v: run_variant(profile, overrides, v, args.bs, args.jobs, args.ios,
                                args.file_size) for v in VARIANTS}
     out = {"scenario": NAME, "profile": profile, "bs": args.bs, "jobs": args.jobs,

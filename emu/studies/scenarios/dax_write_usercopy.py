@@ -18,7 +18,13 @@ and one job are assumed. No profile value is chosen to meet the published figure
 import numpy as np
 
 from emu.machine import Machine
-from emu.studies.fio import FioError, add_job_options, job_overrides, run_jobs
+from emu.studies.fio import (
+    FioError,
+    add_job_options,
+    check_job_options,
+    job_overrides,
+    run_jobs,
+)
 from emu.studies.scenarios.common import functions_table, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
@@ -65,6 +71,9 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     pmem = PmemDevice.for_namespace(mm, namespaces[0], clwb_op(values),
                                     Hardening.create(mm) if hardened else None)
     pmem.copy_mc = copy_mc
+    if file_size > pmem.capacity:
+        raise FioError(f"--file-size: {file_size} bytes (whole pages) do not fit the "
+                       f"{pmem.capacity}-byte pmem device of region {namespaces[0]['name']!r}")
     f = DaxFile.create(mm, DaxDevice.create(mm, pmem), Bdev.create(mm), 0, file_size)
     return m, f, m.regions["user0"], namespaces[0]["media"]
 
@@ -78,8 +87,7 @@ def build(profile, overrides, variant, file_size):
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
-    if file_size < bs:
-        raise FioError(f"--bs {bs} is larger than --file-size {file_size}")
+    check_job_options(bs, ios, file_size)
     overrides = job_overrides(profile, overrides, jobs)
     m, f, user, pmem_media = build(profile, overrides, variant, -(-file_size // 4096) * 4096)
     data = np.random.default_rng(5).integers(0, 256, bs, dtype=np.uint8)

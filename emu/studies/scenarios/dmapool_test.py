@@ -11,9 +11,10 @@ page allocation in the first round is not modelled. docs/scenarios.md gives no p
 the emulator predicts.
 """
 from emu.machine import Machine
-from emu.studies.scenarios.common import positive_int
+from emu.studies.scenarios.common import int_in
 from isa import Program
 from kernels import dmapool
+from memmodel.profile import ProfileError
 
 NAME = "dmapool-test"
 DEFAULT_PROFILE = "skylake-ddr4"
@@ -21,12 +22,13 @@ VARIANTS = dmapool.VARIANTS
 METRIC = "time_us"
 SENSITIVE = ("software.dma_pool_call_ns", "instr.div64_cycles", "instr.mfence_cycles",
              "core.freq_ghz")
+MAX_ROUNDS = 10 * dmapool.NR_TESTS   # about a second a round for all rows and variants
 
 
 def configure(parser):
-    parser.add_argument("--rounds", type=positive_int, default=dmapool.NR_TESTS,
-                        help="rounds of allocate-all, free-all per pool (default: %(default)s, "
-                             "the test's NR_TESTS)")
+    parser.add_argument("--rounds", type=int_in(1, MAX_ROUNDS), default=dmapool.NR_TESTS,
+                        help=f"rounds of allocate-all, free-all per pool, at most {MAX_ROUNDS} "
+                             f"(default: %(default)s, the test's NR_TESTS)")
 
 
 def kernel_base(m):
@@ -36,8 +38,8 @@ def kernel_base(m):
         if r["privilege"] == "supervisor" and r["node"] == 0 and r["size_bytes"] >= \
                 dmapool.SPAN_BYTES and m.profile.values["media"][r["media"]]["kind"] == "dram":
             return r["base"]
-    raise ValueError(f"profile {m.profile.name!r} has no supervisor DRAM region on node 0 of "
-                     f"{dmapool.SPAN_BYTES >> 20} MiB or more for the pools")
+    raise ProfileError(f"profile {m.profile.name!r} has no supervisor DRAM region on node 0 of "
+                       f"{dmapool.SPAN_BYTES >> 20} MiB or more for the pools")
 
 
 def run_row(profile, overrides, variant, parms, rounds):

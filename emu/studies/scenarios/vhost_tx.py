@@ -18,7 +18,7 @@ cycles per packet of each function. docs/scenarios.md gives no published figure:
 """
 
 from emu.machine import Machine
-from emu.studies.scenarios.common import functions_table, positive_int, with_user_region
+from emu.studies.scenarios.common import functions_table, int_in, with_user_region
 from isa import Program
 from kernels import vhost
 from memmodel.profile import load_profile
@@ -32,14 +32,16 @@ SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycl
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",
              "instr.rep_movsb_startup_cycles", "core.freq_ghz")
 BUF_STRIDE = 2048          # the guest's packet buffers (virtio-user mbufs)
+MAX_PACKETS = 100_000      # a variant's packets are one program in memory, ~3.5 KB a packet
 
 
 def configure(parser):
-    parser.add_argument("--packets", type=positive_int, default=64 * 100,
-                        help="measured packets per variant, after one unmeasured batch "
-                             "(default: %(default)s)")
-    parser.add_argument("--pkt-bytes", type=positive_int, default=64,
-                        help="bytes copied per packet (default: %(default)s, assumed)")
+    parser.add_argument("--packets", type=int_in(1, MAX_PACKETS), default=64 * 100,
+                        help=f"measured packets per variant, after one unmeasured batch, at most "
+                             f"{MAX_PACKETS} (default: %(default)s)")
+    parser.add_argument("--pkt-bytes", type=int_in(1, BUF_STRIDE), default=64,
+                        help=f"bytes copied per packet, at most a guest buffer's {BUF_STRIDE} "
+                             f"(default: %(default)s, assumed)")
 
 
 def build(profile, overrides, variant):
