@@ -229,16 +229,13 @@ def test_a_profile_section_that_is_not_a_table(tmp_path):
 # ---------------------------------------------------------------- the command line
 
 def cli_error(capsys, *argv):
-    """stderr of a command that must fail cleanly: exit status 2, an `error:` line, no
-    stdout. argparse's usage errors exit through SystemExit(2)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = e.code
+    """stderr of a command that must fail cleanly: exit status 2, an `emu: error:` line, no
+    stdout, no traceback."""
+    code = main(list(argv))
     out, err = capsys.readouterr()
     assert code == 2, err
     assert out == ""
-    assert "error:" in err and "Traceback" not in err
+    assert "emu: error: " in err and "Traceback" not in err
     return err
 
 

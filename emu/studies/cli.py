@@ -394,13 +394,13 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with every usage error as `emu: error: ...` (a subcommand's parser would
-    say `emu trace: error:`), exit status 2 as argparse has it."""
+    """argparse with every usage error one line `emu: error: ...` like the others (a
+    subcommand's parser would print its usage and `emu trace: error:`), exit status 2."""
 
     def error(self, message):
-        self.print_usage(sys.stderr)
         where = self.prog.removeprefix("emu").strip()
-        self.exit(2, f"emu: error: {where + ': ' if where else ''}{message}\n")
+        self.exit(2, f"emu: error: {where + ': ' if where else ''}{message} "
+                     f"(see: {self.prog} --help)\n")
 
 
 def build_parser():
@@ -413,7 +413,10 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:   # --help (0) or a usage error (2), already printed
+        return e.code
     try:
         text = COMMANDS[args.command].run(args)
     except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:
