@@ -21,7 +21,6 @@ from isa.ops import (
 )
 from memmodel import _hierarchy as hier
 from memmodel import _persist as persist
-from memmodel import _wc as wcb
 from memmodel import memory as mm
 from memmodel.jit import compiled, ix
 from memmodel.layout import MS, MT
@@ -69,7 +68,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
                 return
         S[SC.OPS] += 1
         if HOLDS_ROB[ix(op)]:
-            pl.rob_gate(S)
+            pl.rob_gate(S, 1 if op == Op.LOAD else 0)
         if op == Op.LOAD:
             if ok == size:
                 hd.load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED))
@@ -83,7 +82,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
                     persist.eadr_store(S, addr, size)
         elif op == Op.MOVNT:
             if ok == size:
-                S[SC.NOW] = wcb.movnt_bytes(S, addr, size, -1, S[SC.NOW])
+                hd.movnt(S, addr, size, -1)
                 pl.issue(S, S[TP.MOVNT])
                 if functional:
                     hd.store_data(S, pt, frames, ops, data, i, addr, size)
@@ -101,15 +100,27 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == Op.STAC or op == Op.CLAC:
             S[SC.AC] = 1 if op == Op.STAC else 0
             if S[TP.SMAP]:
+                if S[TP.STAC_SERIAL]:
+                    pl.drain_window(S)
                 S[SC.NOW] += S[TP.STAC] if op == Op.STAC else S[TP.CLAC]
         elif op == Op.REP_MOVSB or op == Op.NT_COPY or op == Op.CAREFUL_COPY:
             if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
                 pl.stall_until(S, S[SC.DEP_READY])
             hd.copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
         elif op == Op.WORK:
-            if flags & FLAG_DEPENDENT:   # it computes on the previous load's data
-                pl.stall_until(S, S[SC.DEP_READY])
-            S[SC.NOW] += ops[i, COL_IMM]
+            # the program's non-memory work is one chain: it goes on where the last WORK
+            # ended, and once the previous load's data is there if it computes on it
+            start = max(S[SC.NOW], S[SC.WORK_END])
+            if flags & FLAG_DEPENDENT:
+                start = max(start, S[SC.DEP_READY])
+            pl.work(S, ops[i, COL_IMM], start)
+            S[SC.WORK_END] = start + ops[i, COL_IMM]
+        elif op == Op.LOCK_RMW:
+            if ok == size:
+                hd.locked_rmw(S, addr, size)
+                if functional:
+                    hd.store_data(S, pt, frames, ops, data, i, addr, size)
+                    persist.eadr_store(S, addr, size)
         elif op == Op.SITE:
             pl.site_close(S, S[SC.NOW])
             S[SC.SITE] = ops[i, COL_IMM]

@@ -54,10 +54,12 @@ def plain_run(S, pt, frames, ops, data, i, n):
     hit = cm.hit_cycles(S, 0)
     upc, commit = S[TP.UPC], S[TP.STORE_COMMIT]
     tags, flg, rdy = S[MH.TAGS], S[MH.FLAGS], S[MH.READY]
-    rob, rseq, rdone, sbn, sb = S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], S[TP.SB], S[EH.SB]
+    rob, lb, rseq, rlseq, rdone = S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE]
+    sbn, sb = S[TP.SB], S[EH.SB]
     policy, ways, repl = cm.policy(S, 0), cm.ways(S, 0), S[MH.REPL]
     now, frac, seq = S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ]
-    rh, rc, lmax, dep = S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX], S[SC.DEP_READY]
+    rh, rc, dmax, dep, lseq = S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX], S[SC.DEP_READY], \
+        S[SC.LSEQ]
     sh, sc, sl, end = S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END]
     stamp = S[cm.LV_AT + cm.LV.STAMP]
     # the two L1 blocks used last (a copy alternates between a source and a destination
@@ -97,7 +99,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
             break
         if i + PF_AHEAD < n:
             host_prefetch_op(S, ops, i + PF_AHEAD)
-        now, rh, rc = pl.rob_gate_v(S, rob, rseq, rdone, now, seq, rh, rc)
+        now, rh, rc = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, now, seq,
+                                    lseq + (op == Op.LOAD), rh, rc)
         t0 = now
         if op == Op.LOAD and flags and dep > t0:
             t0 = dep
@@ -120,10 +123,12 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if op == Op.LOAD:
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             dep = ready
-            now, rh, rc, lmax = pl.rob_push_v(S, rob, rseq, rdone, ready, now, seq, rh, rc, lmax)
+            now, rh, rc, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, ready, now, seq,
+                                              lseq, rh, rc, dmax)
+            lseq += 1
         else:
-            # t0: the cycle the store issued, before a miss's stall
-            now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, sl + commit),
+            # t0: the cycle the store issued, before a miss's stall (pl.commit_at)
+            now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, dmax, sl + commit),
                                               now, sh, sc, sl, end)
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             if functional:
@@ -134,7 +139,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
     if i == start:
         return i
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq
-    S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX], S[SC.DEP_READY] = rh, rc, lmax, dep
+    S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX], S[SC.DEP_READY] = rh, rc, dmax, dep
+    S[SC.LSEQ] = lseq
     S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
     S[cm.LV_AT + cm.LV.STAMP] = stamp
     S[SC.OPS] += i - start

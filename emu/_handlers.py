@@ -32,24 +32,55 @@ def load(S, addr, size, dependent):
     pl.issue(S, 1)
     S[SC.DEP_READY] = done
     pl.rob_push(S, done)
+    S[SC.LSEQ] += 1
 
 
 @inlined
-def store_line(S, line):
-    now = S[SC.NOW]
-    ready, wait = hier.demand(S, line, now, K_STORE)
+def store_line(S, line, n):
+    """`n` stores to `line` (an RFO, then n store-buffer entries committing in order once
+    the line is owned and the stores have retired)."""
+    t0 = S[SC.NOW]
+    ready, wait = hier.demand(S, line, t0, K_STORE)
     pl.stall_until(S, wait)
-    pl.sb_push(S, max(ready, now + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+    at = max(ready, t0 + 1, S[SC.DONE_MAX])   # pl.commit_at as of its dispatch at t0
+    for _ in range(n):
+        pl.sb_push(S, max(at, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
 
 
 @inlined
 def store(S, addr, size):
     first = addr >> 6
     last = (addr + size - 1) >> 6
-    store_line(S, first)
+    store_line(S, first, 1)
     if last != first:
-        store_line(S, last)
+        store_line(S, last, 1)
     pl.issue(S, 1)
+
+
+@compiled
+def locked_rmw(S, addr, size):
+    """LOCK-prefixed read-modify-write (LOCK ADD, XCHG, CMPXCHG) of [addr, addr+size): a full
+    barrier (older ops complete and the store buffer drains first: SDM Vol.3A §11.10), the
+    line owned, then the measured latency; younger ops wait for it."""
+    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]))
+    S[SC.ROB_COUNT] = 0
+    t0 = S[SC.NOW]
+    ready = hier.demand(S, addr >> 6, t0, K_STORE)[0]
+    if (addr + size - 1) >> 6 != addr >> 6:
+        ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE)[0])
+    done = max(ready, t0 + S[TP.LOCK_RMW])
+    pl.issue(S, 1)
+    pl.stall_until(S, done)
+    S[SC.DEP_READY] = done
+    S[SC.DONE_MAX] = max(S[SC.DONE_MAX], done)
+    pl.sb_push(S, max(done, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+
+
+@inlined
+def movnt(S, addr, size, r):
+    """A non-temporal store: it commits like a store, into a write-combining buffer (waiting
+    for one to be free); a full store buffer stalls dispatch."""
+    pl.sb_push(S, wcb.movnt_bytes(S, addr, size, r, pl.commit_at(S)))
 
 
 @inlined
@@ -64,7 +95,8 @@ def store_data(S, pt, frames, ops, data, i, addr, size):
 def flush(S, line, kind, r):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
     r: the line's region, or -1."""
-    now = S[SC.NOW]
+    # it commits from the store buffer like a store: once retired, after older stores
+    now = max(S[SC.NOW], S[SC.DONE_MAX], S[SC.SB_LAST])
     dirty = hier.evict_everywhere(S, line, kind == Op.CLWB)
     if kind == Op.CLFLUSH:
         start = max(now, S[SC.CLFLUSH_CHAIN])
@@ -104,7 +136,7 @@ def flush_range(S, pt, frames, addr, size, kind):
             r = mm.find_region(S, line << 6)
             row = mm.page_row(S, line << 6)
         cm.prefetch_set(S, S[MT.LEVELS] - 1, line + BULK_AHEAD)   # found there: invalidated
-        pl.rob_gate(S)
+        pl.rob_gate(S, 0)
         flush(S, line, kind, r)
         if S[MS.PQ_COUNT]:
             persist.persist_queue(S, pt, frames, page, row)
@@ -112,20 +144,24 @@ def flush_range(S, pt, frames, addr, size, kind):
 
 @compiled
 def sfence(S):
-    pl.stall_until(S, max(wcb.wc_drain_all(S, S[SC.NOW]), S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]))
+    """Older NT stores and flushes reach the memory side first: once the store buffer has
+    committed them into WC buffers and the flush machinery, those drain."""
+    t = max(S[SC.NOW], S[SC.SB_LAST])
+    pl.stall_until(S, max(wcb.wc_drain_all(S, t), S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]))
     S[SC.NOW] += S[TP.SFENCE]
 
 
 @compiled
 def lfence(S):
-    pl.stall_until(S, S[SC.LOADS_MAX])
-    S[SC.ROB_COUNT] = 0
+    """SDM: it executes once every older instruction has completed locally, and nothing
+    younger executes before it completes (stores need not have committed)."""
+    pl.drain_window(S)
     S[SC.NOW] += S[TP.LFENCE]
 
 
 @compiled
 def mfence(S):
-    pl.stall_until(S, max(S[SC.LOADS_MAX], S[SC.SB_LAST]))
+    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]))
     sfence(S)
     S[SC.ROB_COUNT] = 0
     S[SC.NOW] += S[TP.MFENCE] - S[TP.SFENCE]
@@ -167,7 +203,7 @@ def copy(S, pt, frames, op, dst, src, n):
                 mm.move(frames, fd, d & (mm.PAGE_BYTES - 1), fs, os_, k)
             else:
                 mm.copy_bytes(S, pt, frames, d, s, k)
-        pl.rob_gate(S)
+        pl.rob_gate(S, 1)
         t0 = S[SC.NOW]
         ready = t0
         words = (k + 7) // 8
@@ -180,22 +216,26 @@ def copy(S, pt, frames, op, dst, src, n):
                 if op != Op.REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
                     cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
         pl.rob_push(S, ready)
+        # a fast string moves a line per load and store; the loops, 8 bytes per load
+        S[SC.LSEQ] += 1 if op == Op.REP_MOVSB else words
         S[SC.DEP_READY] = max(S[SC.DEP_READY], ready) if pos else ready   # the data copied
         line = d >> 6
         if op == Op.NT_COPY:
-            S[SC.NOW] = wcb.movnt_bytes(S, d, k, r, S[SC.NOW])
+            acc = wcb.movnt_bytes(S, d, k, r, pl.commit_at(S))
+            for _ in range(words):   # one MOVNTI each
+                pl.sb_push(S, max(acc, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
             pl.issue(S, words * (1 + S[TP.MOVNT]))
         elif op == Op.REP_MOVSB:
             if nrfo and k == 64:
                 hier.own_line(S, line, t0)
-                pl.sb_push(S, max(t0 + 1, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+                pl.sb_push(S, pl.commit_at(S))
             else:
-                store_line(S, line)
+                store_line(S, line, 1)
             f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64
             S[SC.NOW] += f // md.FP
             S[SC.REP_FRAC] = f % md.FP
         else:
-            store_line(S, line)
+            store_line(S, line, words)
             cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
             pl.issue(S, 2 * words)
         if functional:

@@ -1,7 +1,13 @@
-"""The core's pipeline: issue bandwidth, the reorder buffer, the store buffer and sites.
+"""The core's pipeline: issue bandwidth, the instruction window, the store buffer and sites.
 
-Timing is the resource-occupancy model of docs/design.md: SC.NOW is the issue cycle; loads,
-stores and flushes complete later and hold ROB and store-buffer slots until they do.
+Timing is the resource-occupancy model of docs/design.md. SC.NOW is the dispatch cycle. An
+op completes later; it retires in program order, once it and every older op completed, so
+its window entries (ROB, load buffer) are held until the oldest incomplete op before it is
+done. Only ops that complete after their dispatch are kept in the ring (loads that miss,
+WORK chains, locked ops): they are what retirement waits for. SC.DONE_MAX, the latest
+completion of any op dispatched so far, is when the next op could retire: a store, NT
+store or flush commits (leaves the store buffer) no earlier than that (docs/hardware.md
+§8.1), and LFENCE waits for it (§7.1).
 """
 from emu.state import EH, N_SCOUNT, SC, SCTR, TP
 from memmodel.jit import compiled, inlined, ix
@@ -49,14 +55,16 @@ def _site_events(S, counter, total, since):
 
 
 @inlined
-def rob_gate_v(S, rob, seqs, done, now, seq, head, count):
-    """Retire completed loads; stall while the oldest incomplete one is a ROB behind.
-    `rob`: the ROB's size, `seqs` and `done` its sections' offsets. Returns (now, head,
+def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
+    """Retire completed ops; stall while the oldest incomplete one is a ROB (in uops) or a
+    load buffer (in loads, `lseq` counting the op about to dispatch) behind. `rob`/`lb`:
+    the sizes, `seqs`/`lseqs`/`done` the ring's sections' offsets. Returns (now, head,
     count)."""
     while count > 0:
         d = S[ix(done + head)]
         if d > now:
-            if seq - S[ix(seqs + head)] < rob and count < rob:
+            if seq - S[ix(seqs + head)] < rob and lseq - S[ix(lseqs + head)] <= lb \
+                    and count < rob:
                 break
             now = d
         head = head + 1 if head + 1 < rob else 0   # (head + 1) % rob, head < rob
@@ -65,33 +73,70 @@ def rob_gate_v(S, rob, seqs, done, now, seq, head, count):
 
 
 @inlined
-def rob_gate(S):
+def rob_gate(S, loads):
+    """The gate before an op with `loads` (0 or 1) load-buffer entries."""
     S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT] = rob_gate_v(
-        S, S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], S[SC.NOW], S[SC.UOP_SEQ], S[SC.ROB_HEAD],
-        S[SC.ROB_COUNT])
+        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[SC.NOW],
+        S[SC.UOP_SEQ], S[SC.LSEQ] + loads, S[SC.ROB_HEAD], S[SC.ROB_COUNT])
 
 
 @inlined
-def rob_push_v(S, rob, seqs, dones, done, now, seq, head, count, loads_max):
-    """An incomplete load occupies the window until `done`. Returns
-    (now, head, count, loads_max)."""
+def rob_push_v(S, rob, lb, seqs, lseqs, dones, done, now, seq, lseq, head, count, done_max):
+    """An op that completes at `done` holds the window until then; `lseq`: the loads
+    dispatched before it. Returns (now, head, count, done_max)."""
     if done <= now:
-        return now, head, count, loads_max
+        return now, head, count, done_max
     if count == rob:
-        now, head, count = rob_gate_v(S, rob, seqs, dones, now, seq, head, count)
+        now, head, count = rob_gate_v(S, rob, lb, seqs, lseqs, dones, now, seq, lseq, head,
+                                      count)
     i = head + count   # (head + count) % rob, both < rob
     if i >= rob:
         i -= rob
     S[ix(seqs + i)] = seq
+    S[ix(lseqs + i)] = lseq
     S[ix(dones + i)] = done
-    return now, head, count + 1, max(loads_max, done)
+    return now, head, count + 1, max(done_max, done)
 
 
 @inlined
 def rob_push(S, done):
-    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.LOADS_MAX] = rob_push_v(
-        S, S[TP.ROB], S[EH.ROB_SEQ], S[EH.ROB_DONE], done, S[SC.NOW], S[SC.UOP_SEQ], S[SC.ROB_HEAD],
-        S[SC.ROB_COUNT], S[SC.LOADS_MAX])
+    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
+        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], done, S[SC.NOW],
+        S[SC.UOP_SEQ], S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX])
+
+
+@inlined
+def drain_window(S):
+    """Everything older has completed and retired (a fence, a locked op)."""
+    stall_until(S, S[SC.DONE_MAX])
+    S[SC.ROB_COUNT] = 0
+
+
+# WORK chains are held in the ring as this many entries (the last of them completing
+# last): a gate on the oldest sees the chain retire part by part, not all at once.
+WORK_PARTS = 4
+
+
+@compiled
+def work(S, cycles, start):
+    """`cycles` dependent 1-cycle uops starting at `start` (WORK): they take issue slots and
+    window entries and complete one a cycle, so a younger op dispatches once the window
+    has room, and fences and stores wait for the chain's end."""
+    # all of them take issue slots; the last `rob` dispatch once the ones before them
+    # have completed (at start + early), and are held in the window as WORK_PARTS entries
+    issue(S, cycles)
+    early = max(cycles - S[TP.ROB], 0)
+    stall_until(S, start + early)
+    rest = cycles - early
+    first = S[SC.UOP_SEQ] - rest   # the sequence number of the first of them
+    for k in range(WORK_PARTS):
+        upto = rest * (k + 1) // WORK_PARTS
+        if upto > rest * k // WORK_PARTS:
+            rob_gate(S, 0)
+            S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
+                S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE],
+                start + early + upto, S[SC.NOW], first + upto, S[SC.LSEQ], S[SC.ROB_HEAD],
+                S[SC.ROB_COUNT], S[SC.DONE_MAX])
 
 
 @inlined
@@ -113,6 +158,13 @@ def sb_push_v(S, n, sb, drain, now, head, count, last, end):
 
 
 @inlined
+def commit_at(S):
+    """The earliest cycle a store dispatched now can commit: after it retires (every older
+    op completed) and after the store before it (in order, one per STORE_COMMIT cycles)."""
+    return max(S[SC.NOW] + 1, S[SC.DONE_MAX], S[SC.SB_LAST] + S[TP.STORE_COMMIT])
+
+
+@inlined
 def sb_push(S, drain):
     S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sb_push_v(
         S, S[TP.SB], S[EH.SB], drain, S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST],
@@ -121,7 +173,11 @@ def sb_push(S, drain):
 
 @compiled
 def site_close(S, t):
-    """Charge the cycles and ops since the current site began to it."""
+    """Charge the cycles and ops since the current site began to it. Its cycles run until
+    its ops would retire (every op so far completed, at least dispatch time `t`): a
+    site's misses and WORK chains are its own time, as a profiler sampling the oldest
+    unretired instruction sees them, not the next site's."""
+    t = max(t, S[SC.DONE_MAX], S[SC.SITE_START])
     _site_count(S, SCTR.CYCLES, t - S[SC.SITE_START])
     _site_count(S, SCTR.OPS, S[SC.OPS] - S[SC.SITE_OPS])
     _site_events(S, SCTR.L1D_MISSES, MS.L1D_MISSES, SC.SITE_L1D_MISSES)
@@ -135,7 +191,7 @@ def site_close(S, t):
 @compiled
 def finish(S):
     """Cycle at which everything issued so far has completed; charges the wait to the site."""
-    end = max(S[SC.NOW], S[SC.LOADS_MAX], S[SC.SB_LAST], S[SC.END], S[MS.MEM_END],
+    end = max(S[SC.NOW], S[SC.DONE_MAX], S[SC.SB_LAST], S[SC.END], S[MS.MEM_END],
               S[SC.CLFLUSH_CHAIN])
     site_close(S, end)
     S[SC.NOW] = end

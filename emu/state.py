@@ -8,14 +8,14 @@ before any program runs.
 from memmodel.layout import MM, Block, fields
 from memmodel.media import FP
 
-EH = fields("EH", "ROB_SEQ ROB_DONE SB SITE_CTR", start=MM.end)
+EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE SB SITE_CTR", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
-_TP = ("UPC ROB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
+_TP = ("UPC ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
-       "BRANCH_RESOLVE")
+       "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL")
 # sc: the pipeline's scalars (issue cycle, ring heads and counts, the current site and the
 # memory side's event totals at its start, ...)
-_SC = ("NOW UOP_FRAC UOP_SEQ LOADS_MAX DEP_READY ROB_HEAD ROB_COUNT SB_HEAD SB_COUNT SB_LAST "
+_SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT SB_HEAD SB_COUNT SB_LAST "
        "CLFLUSH_CHAIN FLUSH_UNIT SITE SITE_START AC KERNEL END OPS REP_FRAC SITE_OPS REG_LO "
        "REG_HI PAGE_OK VAL MASK POISON_N FAULT FAULT_ADDR SITE_L1D_MISSES SITE_LLC_MISSES "
        "SITE_MEDIA_READS SITE_MEDIA_WRITES")
@@ -38,6 +38,7 @@ def add_sections(layout, values, n_sites):
     layout.add("tp", len(TP))
     layout.add("sc", len(SC))
     layout.add("rob_seq", core["rob_entries"])
+    layout.add("rob_lseq", core["rob_entries"])
     layout.add("rob_done", core["rob_entries"])
     layout.add("sb", core["store_buffer_entries"])
     layout.add("site_ctr", (n_sites, N_SCOUNT))
@@ -47,6 +48,7 @@ def init_sections(S, values, smap):
     core, instr = values["core"], values["instr"]
     tp = {
         TP.UPC: core["uops_per_cycle"], TP.ROB: core["rob_entries"],
+        TP.LB: core["load_buffer_entries"],
         TP.SB: core["store_buffer_entries"],
         TP.LFENCE: instr["lfence_cycles"], TP.SFENCE: instr["sfence_cycles"],
         TP.MFENCE: instr["mfence_cycles"], TP.CLFLUSH: instr["clflush_cycles"],
@@ -60,6 +62,7 @@ def init_sections(S, values, smap):
         TP.MISPREDICT: instr["branch_mispredict_cycles"], TP.INDEX_MASK: instr["index_mask_cycles"],
         TP.FAULT_FIXUP: instr["fault_fixup_cycles"], TP.MCE: instr["machine_check_cycles"],
         TP.BRANCH_RESOLVE: instr["branch_resolve_cycles"],
+        TP.LOCK_RMW: instr["lock_rmw_cycles"], TP.STAC_SERIAL: instr["stac_clac_serialize"],
     }
     for k, v in tp.items():
         S[k] = v

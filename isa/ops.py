@@ -35,6 +35,8 @@ class Op(IntEnum):
     #                   (our copies invalidated; our next access is a cache-to-cache transfer)
     PEER_READ = 20    # addr, size 1..64: another core reads (our copies become shared; our
     #                   next write waits for its copy to be invalidated)
+    LOCK_RMW = 21     # addr, size 1..64, data as STORE: a LOCK-prefixed read-modify-write
+    #                   (LOCK ADD/XCHG/CMPXCHG) writing those bytes; a full barrier
 
 
 N_OPS = len(Op)
@@ -154,7 +156,7 @@ OP_SPEC = {
     Op.FLUSH_RANGE: OpSpec(P_ENDS_WINDOW | P_ROB | P_BULK, addr=AddrKind.ADDRESS,
                            size=SizeRule.LENGTH, imm=ImmKind.FLUSH_KIND,
                            range=RangeKind.LINES),
-    Op.WORK: OpSpec(0, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
+    Op.WORK: OpSpec(P_ROB, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
     Op.SITE: OpSpec(0, imm=ImmKind.SITE),
     Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB, **_GUARD, imm=ImmKind.BODY,
                       flags=FLAG_DEPENDENT | FLAG_PREDICT_IN),
@@ -162,6 +164,9 @@ OP_SPEC = {
     Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,
                           size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA),
     Op.PEER_READ: OpSpec(P_ENDS_WINDOW | P_PEER, **_AT, size=SizeRule.UP_TO_LINE),
+    Op.LOCK_RMW: OpSpec(P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB, **_AT,
+                        size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
+                        flags=FLAG_EXTABLE | FLAG_MCSAFE),
 }
 
 _missing = [op.name for op in Op if op not in OP_SPEC]

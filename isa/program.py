@@ -203,6 +203,14 @@ class Program:
         n, off, imm = self._written("peer_write", addr, data, size, value)
         return self._emit(Op.PEER_WRITE, addr, n, data=off, imm=imm)
 
+    def lock_rmw(self, addr, data=None, size=None, value=0):
+        """A LOCK-prefixed read-modify-write (LOCK ADD, XCHG, CMPXCHG) of `size` (default 8)
+        bytes at `addr`, leaving `data` or the little-endian `value` there: atomic and a full
+        barrier (older loads complete, the store buffer drains), then the measured locked
+        latency (profile instr.lock_rmw_cycles). The kernel's smp_mb() and spinlocks."""
+        n, off, imm = self._written("lock_rmw", addr, data, size, value)
+        return self._emit(Op.LOCK_RMW, addr, n, data=off, imm=imm)
+
     def peer_read(self, addr, size=8):
         """Another core on the same socket reads `size` bytes at this point of the program
         (no issue slot here): a copy this core modified is forwarded, and its copies become
@@ -288,8 +296,11 @@ class Program:
         return self._emit(Op.FLUSH_RANGE, addr, n, imm=int(kind))
 
     def work(self, cycles, dependent=False):
-        """`cycles` of non-memory work (ALU, branches). `dependent`: it works on the
-        previous load's data (or a copy's), so it starts once that data is there."""
+        """`cycles` of non-memory work (ALU, branches): a chain of that many dependent 1-cycle
+        uops, going on where the previous WORK's chain ended. They take issue slots and
+        window entries; memory ops overlap them as far as the window allows, and fences,
+        stores' commits and retirement wait for them. `dependent`: it works on the previous
+        load's data (or a copy's), so it starts once that data is there."""
         if not 0 <= _int("work", "cycles", cycles) <= MAX_WORK_CYCLES:
             raise ProgramError(f"work: cycles {cycles} not in 0..{MAX_WORK_CYCLES}")
         return self._emit(Op.WORK, imm=int(cycles), flags=FLAG_DEPENDENT if dependent else 0)

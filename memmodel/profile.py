@@ -52,6 +52,7 @@ _CORE = {
     "freq_ghz": (_NUM, True, 0.1, 10),
     "rob_entries": (_INT, True, 1, 4096),
     "store_buffer_entries": (_INT, True, 1, 4096),
+    "load_buffer_entries": (_INT, True, 1, 4096),
     "lfb_entries": (_INT, True, 1, 256),
     "wc_buffers": (_INT, True, 1, 64),   # memmodel.tables.MAX_WC_BUFFERS
     "uops_per_cycle": (_INT, True, 1, 64),
@@ -88,6 +89,8 @@ _INSTR = {
     "div64_cycles": (_INT, True, *_CYCLES),
     "fault_fixup_cycles": (_INT, True, *_CYCLES),
     "machine_check_cycles": (_INT, True, *_CYCLES),
+    "lock_rmw_cycles": (_INT, True, *_CYCLES),
+    "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
 }
 # The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.
 _PREFETCH = {

@@ -29,6 +29,7 @@ from isa.ops import (
     FLAG_MCSAFE,
     FLAG_PREDICT_IN,
     FLAG_ZERO_TAIL,
+    N_OPS,
     OP_SPEC,
     AddrKind,
     ImmKind,
@@ -47,8 +48,8 @@ SMAP = {Op.STAC, Op.CLAC}
 PEERS = {Op.PEER_WRITE, Op.PEER_READ}                      # "another core ... reads/writes"
 GUARDS = {Op.BRANCH, Op.INDEX_MASK}                        # "addr=index, size=limit"
 ADDRESS_LESS = FENCES | SMAP | {Op.WORK, Op.SITE}          # operands: none, or IMM only
-ONE_ACCESS = {Op.LOAD, Op.STORE, Op.MOVNT} | PEERS         # "addr, size 1..64" (MOVNT 4..64)
-WRITERS = {Op.STORE, Op.MOVNT, Op.PEER_WRITE} | COPIES     # they carry or move bytes to memory
+ONE_ACCESS = {Op.LOAD, Op.STORE, Op.MOVNT, Op.LOCK_RMW} | PEERS   # "addr, size 1..64" (MOVNT 4..64)
+WRITERS = {Op.STORE, Op.MOVNT, Op.PEER_WRITE, Op.LOCK_RMW} | COPIES   # they carry or move bytes
 
 
 def ops_with(test):
@@ -70,7 +71,7 @@ def test_an_op_missing_from_the_table_fails_at_import(tmp_path):
     src = f.read_text()
     last = "    PEER_READ = 20"
     assert last in src
-    f.write_text(src.replace(last, "    PREFETCHT0 = 21\n" + last, 1))
+    f.write_text(src.replace(last, f"    PREFETCHT0 = {N_OPS}\n" + last, 1))
     spec = importlib.util.spec_from_file_location("ops_with_a_new_op", f)
     with pytest.raises(ImportError, match=r"no OP_SPEC row for Op\.PREFETCHT0"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
@@ -94,7 +95,8 @@ def test_operands():
     assert ops_with(lambda s: s.size == SizeRule.UP_TO_LINE) == ONE_ACCESS - {Op.MOVNT}
     assert ops_with(lambda s: s.size == SizeRule.MOVNT) == {Op.MOVNT}
     assert ops_with(lambda s: s.size == SizeRule.LENGTH) == COPIES | {Op.FLUSH_RANGE}
-    assert ops_with(lambda s: s.imm == ImmKind.DATA) == {Op.STORE, Op.MOVNT, Op.PEER_WRITE}
+    assert ops_with(lambda s: s.imm == ImmKind.DATA) == {Op.STORE, Op.MOVNT, Op.PEER_WRITE,
+                                                           Op.LOCK_RMW}
     assert ops_with(lambda s: s.imm == ImmKind.FLUSH_KIND) == {Op.FLUSH_RANGE}
     assert ops_with(lambda s: s.imm == ImmKind.CYCLES) == {Op.WORK}
     assert ops_with(lambda s: s.imm == ImmKind.SITE) == {Op.SITE}
@@ -104,8 +106,9 @@ def test_operands():
 
 def test_memory_writes_and_poison():
     assert ops_with(lambda s: s.props & isa_ops.P_WRITES) == WRITERS
-    # poison is consumed by a load of its line: loads, and the loads of a copy's source
-    assert ops_with(lambda s: s.props & isa_ops.P_POISON) == {Op.LOAD} | COPIES
+    # poison is consumed by a load of its line: loads, a locked RMW's read, and the loads of
+    # a copy's source
+    assert ops_with(lambda s: s.props & isa_ops.P_POISON) == {Op.LOAD, Op.LOCK_RMW} | COPIES
     # an op with data to write writes memory
     assert ops_with(lambda s: s.imm == ImmKind.DATA) <= WRITERS
     assert ops_with(lambda s: s.props & isa_ops.P_BULK) == COPIES | {Op.FLUSH_RANGE}
@@ -114,13 +117,15 @@ def test_memory_writes_and_poison():
 
 def test_transient_window_and_reorder_buffer():
     # Kocher et al. section 4 and emu._speculation: down a mispredicted path loads run,
-    # stores are discarded, work and site markers pass; any fence, flush, STAC/CLAC, bulk
-    # op or branch ends the window, and so does another core's access
-    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.BRANCH} | PEERS
+    # stores are discarded, work and site markers pass; any fence, locked op (a full
+    # barrier), flush, STAC/CLAC, bulk op or branch ends the window, and so does another
+    # core's access
+    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.BRANCH, Op.LOCK_RMW} | PEERS
     assert ops_with(lambda s: s.props & isa_ops.P_ENDS_WINDOW) == ends
     assert set(Op) - ends == {Op.LOAD, Op.STORE, Op.MOVNT, Op.WORK, Op.SITE, Op.INDEX_MASK}
-    # a site marker is no instruction, work is ALU time, a peer's access is another core's
-    assert ops_with(lambda s: not s.props & isa_ops.P_ROB) == {Op.WORK, Op.SITE} | PEERS
+    # a site marker is no instruction, a peer's access is another core's; WORK's uops hold
+    # window entries like any other
+    assert ops_with(lambda s: not s.props & isa_ops.P_ROB) == {Op.SITE} | PEERS
     assert ops_with(lambda s: s.props & isa_ops.P_PEER) == PEERS
     assert isa_ops.PEER_OPS == tuple(sorted(PEERS))
 
@@ -130,8 +135,9 @@ def test_allowed_flags():
         return ops_with(lambda s: s.flags & flag)
     # FLAG_DEPENDENT: "LOAD/BRANCH/INDEX_MASK/copies/WORK"
     assert allowing(FLAG_DEPENDENT) == {Op.LOAD, Op.BRANCH, Op.INDEX_MASK, Op.WORK} | COPIES
-    # exception-table entries: loads, stores, MOVNT (get_user, put_user, ...) and copies
-    assert allowing(FLAG_EXTABLE) == {Op.LOAD, Op.STORE, Op.MOVNT} | COPIES
+    # exception-table entries: loads, stores, MOVNT (get_user, put_user, ...), locked ops
+    # (futex's user atomics) and copies
+    assert allowing(FLAG_EXTABLE) == {Op.LOAD, Op.STORE, Op.MOVNT, Op.LOCK_RMW} | COPIES
     # an MCE-safe fixup exists only where poison can be consumed
     assert allowing(FLAG_MCSAFE) == ops_with(lambda s: s.props & isa_ops.P_POISON)
     assert allowing(FLAG_INDEXED) == allowing(FLAG_MASKED) == {Op.LOAD}

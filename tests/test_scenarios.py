@@ -70,11 +70,16 @@ def test_dax_write_usercopy_interface_and_struct_page_reads(capsys):
     assert res["published"]["variants"] == {"memmap=pmem": {"iops": 375e3},
                                             "memmap=dram": {"iops": 519e3}}
     v = res["variants"]
+    declared = ("syscall entry/exit", "vfs_write", "fs write_iter")
+    charged = {tuple(d["functions_cycles_per_io"][f] for f in declared) for d in v.values()}
+    # declared costs, identical in every variant: 100 + 100 + 400 ns at 2.2 GHz, as WORK
+    # chains; a chain may start while the previous I/O's last ops retire, so a function is
+    # charged up to its declared cycles, never more, and the same in every variant
+    assert len(charged) == 1
+    for got, want in zip(charged.pop(), (220, 220, 880)):
+        assert 0.95 * want <= got <= want
     for d in v.values():
         assert d["iops"] == pytest.approx(1e9 / d["ns_per_io"])
-        # declared costs, identical in every variant: 100 + 100 + 400 ns at 2.2 GHz
-        f = d["functions_cycles_per_io"]
-        assert (f["syscall entry/exit"], f["vfs_write"], f["fs write_iter"]) == (220, 220, 880)
         assert d["pmem_writes_per_io"] == 64      # 4 KiB of NT stores, line by line
     # only the checked copy with the memmap in pmem reads pmem (the struct page)
     assert v["memmap=pmem"]["pmem_reads_per_io"] >= 1
