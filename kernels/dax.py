@@ -17,6 +17,7 @@ is emitted as MFENCE, the ISA's only full barrier. A pending fatal signal is nev
 import errno
 from dataclasses import dataclass
 
+from kernels.barrier import smp_mb
 from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
 from kernels.pmem import (
     SECTOR_SHIFT,
@@ -69,18 +70,19 @@ class Iomap:
     flags: int = 0
 
 
-def dax_read_lock(p, dax):
-    """srcu_read_lock(&dax_srcu): read srcu_idx, increment this CPU's lock count, smp_mb()."""
+def dax_read_lock(p, dax, stack):
+    """srcu_read_lock(&dax_srcu): read srcu_idx, increment this CPU's lock count, smp_mb()
+    (on the kernel stack at `stack`)."""
     p.load(dax.srcu)
     p.load(dax.srcu_counter, dependent=True)
     p.store(dax.srcu_counter, size=8, value=1)
-    p.mfence()
+    smp_mb(p, stack)
     return 0
 
 
-def dax_read_unlock(p, dax, idx):
+def dax_read_unlock(p, dax, idx, stack):
     """srcu_read_unlock: smp_mb(), increment this CPU's unlock count."""
-    p.mfence()
+    smp_mb(p, stack)
     p.load(dax.srcu_counter + 16)
     p.store(dax.srcu_counter + 16, size=8, value=1)
 
@@ -143,7 +145,7 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
             return 0
     if iomap.type != IOMAP_MAPPED:
         return -errno.EIO
-    idx = dax_read_lock(p, f.dax)
+    idx = dax_read_lock(p, f.dax, f.stack)
     while pos < end:
         offset = pos & (PAGE_SIZE - 1)
         size = -(-(length + offset) // PAGE_SIZE) * PAGE_SIZE
@@ -164,7 +166,7 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
             ret = -errno.EFAULT
         if xfer < map_len:
             break
-    dax_read_unlock(p, f.dax, idx)
+    dax_read_unlock(p, f.dax, idx, f.stack)
     return done if done else ret
 
 

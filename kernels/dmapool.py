@@ -22,10 +22,11 @@ Model departures and assumptions:
   objects, the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
   kernel addresses (the test's device has no IOMMU: direct mapping).
 - No DMAPOOL_DEBUG (poisoning, double-free scans) and no init_on_alloc: a production config.
-- `spin_lock_irqsave` is a locked read-modify-write of the lock word (its cost: an MFENCE,
-  the ISA's full barrier, as vhost's smp_mb); unlock a plain store. The non-memory work of
-  each alloc or free call (call and return, pushf/cli/popf, the test loop) is a declared cost,
-  profile [software] dma_pool_call_ns, the same in every variant.
+- `spin_lock_irqsave` is the pushf/popf round trip of local_irq_save/restore (profile
+  [instr] pushf_popf_cycles, a WORK chain) and a LOCK_RMW of the lock word (qspinlock's
+  cmpxchg fast path); unlock a plain store. The rest of the non-memory work of each alloc or
+  free call (call and return, cli, the test loop) is a declared cost, profile [software]
+  dma_pool_call_ns, the same in every variant.
 - The maple tree is densely packed (16 slots in every node but the last of a level; block
   ranges and the gaps between them are entries) and is built in the first round with two
   stores per entry, not by mas_store's walk and node splits. A lookup scans pivots up to the
@@ -147,15 +148,16 @@ class _Rows:
 @dataclass
 class Costs:
     """Cycles of what is not a memory op: the declared non-memory work of one alloc or free
-    call, and a 64-bit DIV."""
+    call, a 64-bit DIV, and the pushf/popf of irqsave/irqrestore."""
     call: int
     div: int
+    flags: int
 
     @classmethod
     def of(cls, profile_values):
         v = profile_values
         return cls(round(v["software"]["dma_pool_call_ns"] * v["core"]["freq_ghz"]),
-                   v["instr"]["div64_cycles"])
+                   v["instr"]["div64_cycles"], v["instr"]["pushf_popf_cycles"])
 
 
 class DmaPool:
@@ -226,12 +228,13 @@ class DmaPool:
         return self.base + AT_MAPLE + np.asarray(i, dtype=np.int64) * MAPLE_NODE_BYTES
 
 
-def _lock(r, ev, step, pool):
-    """spin_lock_irqsave: the lock word's locked RMW. Returns the next step."""
-    r.load(ev, step, pool.pool + POOL_LOCK)
-    r.store(ev, step + 1, pool.pool + POOL_LOCK, 1)
-    r.add(ev, step + 2, Op.MFENCE)
-    return step + 3
+def _lock(r, ev, step, pool, costs):
+    """spin_lock_irqsave: local_irq_save's pushf (its popf in the unlock: the pair is one
+    measured round trip, a WORK chain) and the qspinlock fast path's LOCK CMPXCHG of the
+    lock word. Returns the next step."""
+    r.add(ev, step, Op.WORK, imm=costs.flags)
+    r.add(ev, step + 1, Op.LOCK_RMW, pool.pool + POOL_LOCK, imm=1, size=4)
+    return step + 2
 
 
 def _pool_initialise_page(r, ev, step, pool, j, old_head):
@@ -357,11 +360,11 @@ def dmapool_test_alloc(pool, blocks, costs):
     ev = np.arange(blocks, dtype=np.int64)
     r.site(ev, 0, "dma_pool_alloc")
     r.add(ev, 1, Op.WORK, imm=costs.call)
-    _lock(r, ev, 2, pool)
+    _lock(r, ev, 2, pool, costs)
     for k, j in inits:            # first round: the list is empty, unlock, get a page, relock
         r.load(k, 8, pool.pool + POOL_NEXT_BLOCK)
         r.store(k, 9, pool.pool + POOL_LOCK, 0)
-        t = _lock(r, k, 10, pool)
+        t = _lock(r, k, 10, pool, costs)
         t = _pool_initialise_page(r, k, t, pool, j, 0)
         if pool.variant == "maple":
             _maple_insert_page(r, k, t, pool, j)
@@ -395,7 +398,7 @@ def dmapool_test_alloc(pool, blocks, costs):
     r.load(fev, 2, pairs + PAIR_DMA)
     r.site(fev, 3, "dma_pool_free")
     r.add(fev, 4, Op.WORK, imm=costs.call)
-    t = _lock(r, fev, 5, pool)
+    t = _lock(r, fev, 5, pool, costs)
     if pool.variant == "list":
         t = _pool_find_block(r, fev, t, pool, got, costs)
     elif pool.variant == "maple":

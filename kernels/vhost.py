@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from isa.ops import FLAG_DEPENDENT
 from kernels import uaccess as ua
+from kernels.barrier import smp_mb
 
 PATHS = ("uaccess", "vmap", "checked")
 VHOST_NET_BATCH = 64
@@ -183,11 +184,11 @@ def vhost_add_used_n(p, ring, heads):
 
 
 def vhost_signal(p, ring):
-    """vhost_notify: smp_mb() (a locked add; MFENCE here, the ISA's full barrier), then the
-    guest's used_event (EVENT_IDX). A polling guest (virtio-user) is assumed not to need the
+    """vhost_notify: smp_mb() (a locked add on the vhost worker's stack), then the guest's
+    used_event (EVENT_IDX). A polling guest (virtio-user) is assumed not to need the
     eventfd signal."""
     with p.function("vhost_signal"):
-        p.mfence()
+        smp_mb(p, ring.stack)
         vhost_get_user(p, ring, ring.used_event, 2)
 
 

@@ -90,6 +90,7 @@ _INSTR = {
     "fault_fixup_cycles": (_INT, True, *_CYCLES),
     "machine_check_cycles": (_INT, True, *_CYCLES),
     "lock_rmw_cycles": (_INT, True, *_CYCLES),
+    "pushf_popf_cycles": (_INT, True, *_CYCLES),
     "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
 }
 # The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.

@@ -58,7 +58,7 @@ def test_bytes_written_are_read_back_and_durable_after_a_fence(variant):
 # ops of one aligned 4 KiB write, SITE rows left out, by hand from the kernel's code
 BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD",                               # dax_iomap_actor: the iomap
-              "LOAD", "LOAD", "STORE", "MFENCE",    # dax_read_lock: srcu_idx, counter++, smp_mb
+              "LOAD", "LOAD", "STORE", "LOCK_RMW",  # dax_read_lock: srcu_idx, counter++, smp_mb
               "LOAD", "LOAD",                       # bdev_dax_pgoff: bdev->bd_part->start_sect
               "LOAD", "LOAD",                       # dax_direct_access: alive, ->direct_access
               "LOAD", "LOAD",                       # __pmem_direct_access: pmem, bb.count
@@ -66,7 +66,7 @@ BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD",                               # _copy_from_iter_flushcache: the iovec
               "STAC", "NT_COPY", "SFENCE", "CLAC",  # __copy_user_flushcache (aligned: no CLWB)
               "STORE",                              # iterator advanced
-              "MFENCE", "LOAD", "STORE"])           # dax_read_unlock: smp_mb, counter++
+              "LOCK_RMW", "LOAD", "STORE"])         # dax_read_unlock: smp_mb, counter++
 
 
 def test_aligned_write_op_sequence_unchecked():

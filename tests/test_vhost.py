@@ -58,7 +58,7 @@ def test_completion_sequence_splits_at_the_wrap():
     assert names(p) == ["STAC", "CAREFUL_COPY", "CLAC",        # 6 elements to the end
                         "STAC", "CAREFUL_COPY", "CLAC",        # 4 from the start
                         "STAC", "STORE", "CLAC",               # __put_user(used->idx)
-                        "MFENCE", "STAC", "LFENCE", "LOAD", "CLAC"]   # used_event
+                        "LOCK_RMW", "STAC", "LFENCE", "LOAD", "CLAC"]   # used_event
     assert [int(n) for n in p.ops[p.ops[:, 0] == Op.CAREFUL_COPY, 2]] == [48, 32]
 
 
