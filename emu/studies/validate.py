@@ -239,13 +239,17 @@ def _src(tag, where, machine):
 BOX = "Xeon 8260 ES (UCSD Optane box): this profile's machine"
 CLX8280 = "Platinum 8280 (Cascade Lake): the closest profile"
 CLX6240 = "2x Gold 6240 (Cascade Lake): the closest profile"
+CLX6252 = "2x Gold 6252N (Cascade Lake): the closest profile"
 SKX7900 = "i9-7900X (Skylake-X): the closest profile"
 SKX8180 = "2x Platinum 8180 (Skylake-SP, 28 cores as the profile's LLC): the closest profile"
+SKX6140 = "2x Gold 6140 (Skylake-SP): the closest profile"
 BDW6850 = "i7-6850K (Broadwell-E): the closest profile"
 BDW2699 = "E5-2699 v4 (Broadwell-EP): this profile's machine"
 BDW2680 = ("2x E5-2680 v4 (Broadwell-EP, Cluster-on-Die on, same cluster: the only Broadwell-EP "
            "MLC output): the closest profile")
 HSW2699 = "2x E5-2699 v3 (Haswell-EP): this profile's assumed CPU"
+HSW2680 = "2x E5-2680 v3 (Haswell-EP): the closest profile"
+HSW2630 = "2x E5-2630 v3 (Haswell-EP, a student report: low confidence): the closest profile"
 HSW26x0 = "E5-2630 v3, E5-2660 v3 (Haswell-EP): the closest profile"
 
 # §9.1 (= [YA20 Fig.12]): bytes -> (ntstore + sfence ns, store + clwb + sfence ns)
@@ -292,6 +296,18 @@ def _chase(region, pattern):
     return partial(chase_ns, region=region, pattern=pattern)
 
 
+def _mlc_rows(profile, tag, machine, local, remote, hitm=None, suffix=""):
+    """An MLC output's idle latencies (§10) and same-socket HITM (§12)."""
+    rows = [Row(profile, f"dram-latency-mlc{suffix}", local, "ns",
+                _src(tag, "§10: local idle", machine), _chase("dram0", "random")),
+            Row(profile, f"dram-latency-remote-mlc{suffix}", remote, "ns",
+                _src(tag, "§10: remote idle", machine), _chase("dram1", "random"))]
+    if hitm is not None:
+        rows.append(Row(profile, f"hitm-same-socket{suffix}", hitm, "ns",
+                        _src(tag, "§12: L2->L2 HITM", machine), hitm_ns))
+    return rows
+
+
 def _bw(region, kind, dimms=None):
     return partial(bandwidth, region=region, kind=kind, dimms=dimms)
 
@@ -313,12 +329,9 @@ ROWS = [
         _chase("pmem0", "sequential")),
     Row(CLX, "optane-latency-rand", 305.0, "ns", _src(_FIG2, "§1.1", BOX),
         _chase("pmem0", "random")),
-    Row(CLX, "dram-latency-mlc", 80.8, "ns", _src("[MLC-CLX]", "§2, §10: local idle", CLX6240),
-        _chase("dram0", "random")),
-    Row(CLX, "dram-latency-remote-mlc", 140.4, "ns",
-        _src("[MLC-CLX]", "§10: remote idle", CLX6240), _chase("dram1", "random")),
-    Row(CLX, "hitm-same-socket", 49.3, "ns", _src("[MLC-CLX]", "§12 (§2: 49)", CLX6240),
-        hitm_ns),
+    *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3),
+    *_mlc_rows(CLX, "MLC (CSIT calib_clx)", CLX6252, local=81.2, remote=130.2, hitm=55.6,
+               suffix="-6252n"),
     Row(CLX, "dram-write-ntstore-64B", 86.9, "ns", _src(_FIG2, "§1.1", BOX),
         _persist("dram0", "ntstore")),
     Row(CLX, "dram-write-clwb-64B", 57.3, "ns", _src(_FIG2, "§1.1", BOX),
@@ -365,18 +378,18 @@ ROWS = [
     Row(SKX, "llc-latency", _mid(67, 75), "cycles",
         _src("[ILX SkylakeX NewMemLat]", "§3: 67-75 at 2-8 MiB", SKX7900),
         partial(chase_cycles, nbytes=4 << 20)),
+    Row(SKX, "llc-latency-anandtech", 77, "cycles",
+        _src("[AT11550]", "§3: 77", "Skylake-X (the review's part): the closest profile"),
+        partial(chase_cycles, nbytes=4 << 20)),
     Row(SKX, "dram-latency-ilx", 85, "ns",
         _src("[ILX SkylakeX NewMemLat]", "§3: ~280 cycles at 3.3 GHz (~85 ns), 512 MiB",
              SKX7900), _chase("dram0", "random")),
     Row(SKX, "dram-latency-lmbench", _mid(89, 91), "ns",
         _src("[AT11544]", "§2: 89-91 ns, 384-512 MB", "Skylake-SP: this profile's source"),
         _chase("dram0", "random")),
-    Row(SKX, "dram-latency-mlc", 81.1, "ns",
-        _src("MLC (CSIT calib_skx)", "§10: local idle", SKX8180), _chase("dram0", "random")),
-    Row(SKX, "dram-latency-remote-mlc", 144.5, "ns",
-        _src("MLC (CSIT calib_skx)", "§10: remote idle", SKX8180), _chase("dram1", "random")),
-    Row(SKX, "hitm-same-socket", 50.3, "ns", _src("MLC (CSIT calib_skx)", "§12", SKX8180),
-        hitm_ns),
+    *_mlc_rows(SKX, "MLC (CSIT calib_skx)", SKX8180, local=81.1, remote=144.5, hitm=50.3),
+    *_mlc_rows(SKX, "MLC (hpcleuven skylake_mlc.txt)", SKX6140, local=90.2, remote=144.3,
+               hitm=49.9, suffix="-6140"),
     Row(SKX, "lfence-dependent-chain", 9.3, "cycles",
         _src("[SO-LFENCE]", "§4, §7.2: extra cycles per LFENCE", "Skylake: the closest profile"),
         lfence_extra_cycles),
@@ -404,12 +417,11 @@ ROWS = [
                        clflush=106, movsb=57.4, locked=19.0),
 
     # -- haswell-nvdimm-n: Haswell-EP MLC outputs (§10, §12), [ILX] HaswellEP (§7.2, §11)
-    Row(HSW, "dram-latency-mlc", 97.5, "ns",
-        _src("MLC (CSIT calib_hsw)", "§10: local idle", HSW2699), _chase("dram0", "random")),
-    Row(HSW, "dram-latency-remote-mlc", 139.6, "ns",
-        _src("MLC (CSIT calib_hsw)", "§10: remote idle", HSW2699), _chase("dram1", "random")),
-    Row(HSW, "hitm-same-socket", 47.1, "ns", _src("MLC (CSIT calib_hsw)", "§12", HSW2699),
-        hitm_ns),
+    *_mlc_rows(HSW, "MLC (CSIT calib_hsw)", HSW2699, local=97.5, remote=139.6, hitm=47.1),
+    *_mlc_rows(HSW, "MLC (hpcleuven haswell_mlc.txt)", HSW2680, local=92.1, remote=127.1,
+               hitm=36.6, suffix="-2680v3"),
+    *_mlc_rows(HSW, "MLC (cs499-fa22 hw1 README)", HSW2630, local=93.5, remote=133.8,
+               suffix="-2630v3"),
     Row(HSW, "lfence-throughput", _mid(4.25, 4.26), "cycles",
         _src("[ILX HaswellEP]", "§7.2: 4.25-4.26", HSW26x0), partial(fence_cycles, op=Op.LFENCE)),
     Row(HSW, "locked-rmw-latency", 19.0, "cycles",
@@ -454,6 +466,9 @@ REASONS = {
                              "cycles, [AT11544]); this row measures the i7-6850K desktop part",
     "bdw-dram-other-machine": "the profile's DRAM latency is the E5-2699 v4 server's (95 ns, "
                               "[AT11544]); this row measures the i7-6850K desktop part",
+    "hsw-hitm-assumed": "the profile transfers Cascade Lake's 49 ns HITM as an assumption; this "
+                        "12-core Haswell-EP measures 36.6 ns (the 18-core E5-2699 v3's 47.1 ns "
+                        "is in the band)",
 }
 
 # (profile, row name) -> (lo, hi, reason): the ratio range a row outside BAND is known to
@@ -486,6 +501,7 @@ KNOWN_GAPS = {
     (BDW, "llc-latency-i7-6850k"): (0.69, 0.85, REASONS["bdw-llc-other-machine"]),
     (BDW, "dram-latency-ilx"): (1.18, 1.45, REASONS["bdw-dram-other-machine"]),
     (BDW, "rep-movsb-l1"): (0.7, 0.86, REASONS["rep-startup"]),
+    (HSW, "hitm-same-socket-2680v3"): (1.2, 1.48, REASONS["hsw-hitm-assumed"]),
 }
 
 
