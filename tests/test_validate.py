@@ -126,6 +126,14 @@ def test_usage_errors(capsys, argv, says):
     assert err.startswith(f"emu: error: {says}") and err.count("\n") == 1
 
 
+def test_plot_into_a_file_is_a_usage_error(capsys, tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert main(["validate", "--only", "l1d-latency", "--plot", str(tmp_path / "f")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"emu: error: --plot {tmp_path / 'f'}: not a directory\n"
+    assert (tmp_path / "f").read_text() == "x"
+
+
 def test_plot_without_matplotlib_is_a_usage_error(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)

@@ -408,6 +408,8 @@ def _cmd_validate(args):
             raise CliError(f"--only {n}: no such row{where} (rows: {', '.join(names)})")
     figure = None
     if args.plot:
+        if os.path.exists(args.plot) and not os.path.isdir(args.plot):
+            raise CliError(f"--plot {args.plot}: not a directory")
         try:
             figure = validate.matplotlib_figure()
         except ImportError:
