@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from emu.machine import EmuFault, Machine, MachineCheck
-from emu.studies import spectre
+from emu.studies import spectre, validate
 from emu.studies.fio import FioError
 from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
@@ -382,6 +382,45 @@ def _cmd_spectre(args):
     return json.dumps(report, indent=2) + "\n" if args.json else spectre.table(report)
 
 
+# ---------------------------------------------------------------------------- validate
+def _configure_validate(parser):
+    parser.add_argument("--profile", action="append", default=[], metavar="P",
+                        help="only the rows of this shipped profile (repeatable; default: every "
+                             "profile that has rows)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="only the row(s) of this name (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="also write one PNG per profile into DIR (needs matplotlib)")
+    parser.epilog = "the rows, their method and the known gaps: docs/validation.md"
+
+
+def _cmd_validate(args):
+    known = validate.profiles()
+    for p in args.profile:
+        if p not in known:
+            raise CliError(f"--profile {p}: no validation rows (profiles with rows: "
+                           f"{', '.join(known)})")
+    names = sorted({r.name for r in validate.select(args.profile)})
+    for n in args.only:
+        if n not in names:
+            where = f" of {', '.join(args.profile)}" if args.profile else ""
+            raise CliError(f"--only {n}: no such row{where} (rows: {', '.join(names)})")
+    figure = None
+    if args.plot:
+        if os.path.exists(args.plot) and not os.path.isdir(args.plot):
+            raise CliError(f"--plot {args.plot}: not a directory")
+        try:
+            figure = validate.matplotlib_figure()
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install 'cacheline-emu[plot]'") from None
+    results = validate.run_rows(validate.select(args.profile, args.only))
+    paths = validate.write_plots(results, args.plot, figure) if args.plot else []
+    if args.json:
+        return json.dumps(validate.report(results), indent=2) + "\n"
+    return validate.table(results) + "".join(f"plot: {p}\n" for p in paths)
+
+
 # ---------------------------------------------------------------------------- main
 COMMANDS = {
     "run": Command("run a named study (docs/scenarios.md)", _configure_run, _cmd_run),
@@ -390,6 +429,8 @@ COMMANDS = {
                      _configure_trace, _cmd_trace),
     "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently",
                        _configure_spectre, _cmd_spectre),
+    "validate": Command("run the microbenchmarks of docs/hardware.md on their machines' profiles: "
+                        "measured against emulated", _configure_validate, _cmd_validate),
 }
 
 
