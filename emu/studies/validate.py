@@ -203,10 +203,15 @@ def rep_movsb_bytes_per_cycle(m, nbytes=8192, reps=100):
     return nbytes * reps / m.run(p).cycles
 
 
-# Not expressible yet: the ISA has no locked read-modify-write op. Once Program has one, a
-# bench function (N dependent locked RMWs on one L1-resident line, cycles per op) replaces
-# this reason in the rows that use it.
-LOCKED_RMW = "not expressible yet: the ISA has no locked read-modify-write op"
+def locked_rmw_cycles(m, reps=200):
+    """LOCK ADD latency: `reps` locked RMWs of one L1-resident line back to back (each a full
+    barrier, so each waits for the one before): cycles per op."""
+    line = _base(m, "dram0")
+    m.run(Program().load(line))
+    p = Program()
+    for _ in range(reps):
+        p.lock_rmw(line, size=8, value=1)
+    return m.run(p).cycles / reps
 
 
 # ---------------------------------------------------------------------------- the rows
@@ -288,7 +293,7 @@ def _instruction_rows(profile, tag, machine, lfence, sfence, mfence, clflush, cl
                         _src(tag, movsb_where, machine), rep_movsb_bytes_per_cycle))
     if locked is not None:
         rows.append(Row(profile, "locked-rmw-latency", locked, "cycles",
-                        _src(tag, "§11: LOCK ADD / XCHG m64", machine), LOCKED_RMW))
+                        _src(tag, "§11: LOCK ADD / XCHG m64", machine), locked_rmw_cycles))
     return rows
 
 
@@ -425,11 +430,15 @@ ROWS = [
     Row(HSW, "lfence-throughput", _mid(4.25, 4.26), "cycles",
         _src("[ILX HaswellEP]", "§7.2: 4.25-4.26", HSW26x0), partial(fence_cycles, op=Op.LFENCE)),
     Row(HSW, "locked-rmw-latency", 19.0, "cycles",
-        _src("[ILX HaswellEP]", "§11: LOCK ADD / XCHG m64", HSW26x0), LOCKED_RMW),
+        _src("[ILX HaswellEP]", "§11: LOCK ADD / XCHG m64", HSW26x0), locked_rmw_cycles),
 ]
 
 # Why rows miss the band; docs/validation.md explains each at length.
 REASONS = {
+    "clwb-rfo-first": "the 4 MiB of stored lines were read beforehand but fit only the LLC: "
+                      "the store's RFO from the LLC (~30 ns) comes first, and the CLWB waits "
+                      "for the store to commit (docs/hardware.md §8.1); the published 64 B "
+                      "case was measured on lines nearer the core (interpretation)",
     "prefetch-seq": "the L1 next-line and L2 stream prefetchers fetch the next lines while the "
                     "chase waits; the measured sequential read gains nothing from prefetching "
                     "(81.4 ns, the idle latency)",
@@ -478,17 +487,21 @@ KNOWN_GAPS = {
     (CLX, "dram-latency-seq"): (0.46, 0.58, REASONS["prefetch-seq"]),
     (CLX, "dram-latency-rand"): (0.71, 0.88, REASONS["dram-one-latency"]),
     (CLX, "optane-latency-seq"): (0.64, 0.8, REASONS["prefetch-seq"]),
-    (CLX, "dram-write-ntstore-64B"): (0.62, 0.76, REASONS["ntstore-fixed"]),
-    (CLX, "optane-write-ntstore-64B"): (0.64, 0.8, REASONS["ntstore-fixed"]),
-    (CLX, "persist-ntstore-64B"): (0.46, 0.58, REASONS["persist-fixed"]),
+    (CLX, "dram-write-ntstore-64B"): (0.62, 0.77, REASONS["ntstore-fixed"]),
+    (CLX, "dram-write-clwb-64B"): (1.2, 1.48,
+        REASONS["clwb-rfo-first"]),
+    (CLX, "optane-write-ntstore-64B"): (0.65, 0.8, REASONS["ntstore-fixed"]),
+    (CLX, "optane-write-clwb-64B"): (1.18, 1.45,
+        REASONS["clwb-rfo-first"]),
+    (CLX, "persist-ntstore-64B"): (0.47, 0.58, REASONS["persist-fixed"]),
     (CLX, "persist-ntstore-128B"): (0.53, 0.66, REASONS["persist-fixed"]),
-    (CLX, "persist-ntstore-256B"): (0.65, 0.81, REASONS["persist-fixed"]),
+    (CLX, "persist-ntstore-256B"): (0.66, 0.81, REASONS["persist-fixed"]),
     (CLX, "persist-ntstore-1024B"): (1.15, 1.41, REASONS["dimm-write-rate"]),
     (CLX, "persist-ntstore-2048B"): (1.3, 1.6, REASONS["dimm-write-rate"]),
     (CLX, "persist-ntstore-4096B"): (1.43, 1.76, REASONS["dimm-write-rate"]),
-    (CLX, "persist-clwb-64B"): (0.5, 0.62, REASONS["persist-fixed"]),
-    (CLX, "persist-clwb-128B"): (0.53, 0.66, REASONS["persist-fixed"]),
-    (CLX, "persist-clwb-4096B"): (1.25, 1.54, REASONS["dimm-write-rate"]),
+    (CLX, "persist-clwb-64B"): (0.63, 0.78, REASONS["persist-fixed"]),
+    (CLX, "persist-clwb-128B"): (0.65, 0.81, REASONS["persist-fixed"]),
+    (CLX, "persist-clwb-4096B"): (1.27, 1.56, REASONS["dimm-write-rate"]),
     (CLX, "dram-read-bw"): (1.14, 1.41, REASONS["l2-prefetch-unbounded"]),
     (CLX, "dram-read-bw-remote"): (1.49, 1.83, REASONS["l2-prefetch-unbounded"]),
     (CLX, "dram-ntstore-bw"): (2.2, 2.7, REASONS["wc-freed-at-accept"]),
