@@ -725,15 +725,35 @@ def suggest_gaps(results):
     return "\n".join(lines + ["}"]) + "\n"
 
 
+def markdown(results):
+    """The rows as docs/validation.md's tables, one per profile."""
+    out = []
+    for profile, rs in results.items():
+        out.append(f"`{profile}`:\n\n| row | measured | emulated | ratio | unit | status | source |\n"
+                   "|---|--:|--:|--:|---|---|---|\n")
+        for r in rs:
+            src = r.row.source.split(";")[0].replace(HW + " ", "")
+            emu = "-" if r.emulated is None else f"{r.emulated:.4g}"
+            ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
+            out.append(f"| `{r.row.name}` | {r.row.measured:g} | {emu} | {ratio} | "
+                       f"{r.row.unit} | {r.status} | {src} |\n")
+        out.append("\n")
+    return "".join(out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m emu.studies.validate",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--suggest-gaps", action="store_true", required=True,
-                        help="print KNOWN_GAPS for every row outside the band as it is now")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--suggest-gaps", action="store_true",
+                      help="print KNOWN_GAPS for every row outside the band as it is now")
+    what.add_argument("--markdown", action="store_true",
+                      help="print the rows as docs/validation.md's tables")
     parser.add_argument("--profile", action="append", choices=profiles(), metavar="P",
                         help="only this profile's rows (repeatable)")
     args = parser.parse_args(argv)
-    sys.stdout.write(suggest_gaps(run_rows(select(args.profile))))
+    results = run_rows(select(args.profile))
+    sys.stdout.write(suggest_gaps(results) if args.suggest_gaps else markdown(results))
     return 0
 
 
