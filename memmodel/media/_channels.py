@@ -34,6 +34,11 @@ def link_lat(S):
 
 
 @inlined
+def remote_post(S):
+    return S[S[MH.MGLOB] + G.REMOTE_POST]
+
+
+@inlined
 def cross_link(S, t):
     """A remote request crosses the interconnect: returns the cycle it leaves the link."""
     g = S[MH.MGLOB]
