@@ -24,7 +24,7 @@ def _wc_send(S, i, line, mask, t, r):
     """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
     partial) posted write (r: the region of the line, or -1)."""
     o = S[MH.WC] + N_WC * i
-    acc, posted = mside.mem_post(S, r, line, mask, t, PK_FENCED)
+    posted = mside.mem_post(S, r, line, mask, t, PK_FENCED)[1]
     S[ix(o + WC.BUSY)] = posted
     S[ix(o + WC.LINE)] = -1
     S[ix(o + WC.MASK)] = 0

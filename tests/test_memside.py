@@ -107,3 +107,148 @@ def test_clwb_write_backs_still_wait_for_the_accept_only():
     m.run(Program().lfence())
     t = m.run(Program().clwb(0x8000).sfence()).cycles
     assert t == cyc(m, v["media"]["dram"]["write_accept_ns"]) + v["instr"]["sfence_cycles"]
+
+
+# ------------------------------------------------------------------ Optane DIMMs
+# cascadelake-optane at 2.2 GHz, one DIMM of the six (4 KiB interleave): posting round trip
+# P = round(140.7 x 2.2) = 310 cycles, WPQ accept A = round(62.3 x 2.2) = 137, 4 WPQ
+# entries; the DIMM's bus moves 64 B at 37.6 / 6 GB/s: 64 x 2.2 / 6.2667 = 22.47 cycles
+# (23007 / 1024), its media writes an XPLine (256 B) at 12.5 / 6 GB/s: 270.34 cycles
+# (276824 / 1024) and reads one (random read) in round(305 x 2.2) = 671 cycles, or serves a
+# buffered one in round(169.4 x 2.2) = 373.
+OPTANE = "cascadelake-optane"
+FP = 1024
+BUS_FP, WR_FP = 23007, 276824
+
+
+def cdiv(x):
+    return -(-x // FP)
+
+
+def test_optane_constants_are_the_profile_s():
+    m = machine(OPTANE)
+    o = m.profile.values["media"]["optane"]
+    assert (cyc(m, o["wc_post_ns"]), cyc(m, o["write_accept_ns"]), o["wpq_entries"]) == (310, 137, 4)
+    assert round(64 * 2.2 / (o["read_bw_gbps"] / o["channels"]) * FP) == BUS_FP
+    assert round(256 * 2.2 / (o["write_bw_gbps"] / o["channels"]) * FP) == WR_FP
+    assert (cyc(m, o["read_latency_ns"]), cyc(m, o["buffer_read_latency_ns"])) == (671, 373)
+
+
+def dimm(m, k, page=0):
+    """Address of the k-th 64 B line of the page-th 4 KiB block of DIMM 0 (the interleave
+    puts every sixth 4 KiB block on it), 1 GiB into pmem0."""
+    return m.regions["pmem0"]["base"] + (1 << 30) + page * 6 * 4096 + 64 * k
+
+
+def test_an_optane_burst_queues_in_the_wpq_at_the_dimm_s_bus_rate():
+    # 8 lines of one 4 KiB block + SFENCE. Issue: 4 movnt a cycle, lines 0-3 leave their
+    # WC buffers at cycle 0, lines 4-7 at cycle 1. Lines 0-3 are accepted at 137 and move
+    # over the bus one after another: their WPQ slots are free at cdiv(137 x 1024 + j x 23007)
+    # = 160, 182, 205, 227. Line 4+j arrives at 1 + 137 = 138 and waits for slot j: posted
+    # at 1 + 310 + (slot_j - 138) = 333, 355, 378, 400. The fence ends at 400 + 6.
+    m = machine(OPTANE)
+    slots = [cdiv(137 * FP + (j + 1) * BUS_FP) for j in range(4)]
+    assert slots == [160, 182, 205, 227]
+    posted = [1 + 310 + s - 138 for s in slots]
+    p = Program()
+    for k in range(8):
+        p.movnt(dimm(m, k), size=64, value=1)
+    assert m.run(p.sfence()).cycles == posted[-1] + 6 == 406
+    assert m.stats()["media"]["optane"]["wpq_full_stall_cycles"] == sum(s - 138 for s in slots)
+
+
+def test_a_longer_optane_burst_is_absorbed_at_the_core_s_posting_rate():
+    # The bus takes a line every 22.5 cycles, the 10 WC buffers post one every 310 / 10 =
+    # 31: past the first ten lines no write waits for the WPQ, and each further ten lines
+    # add one round trip (the media writes each XPLine in the background, nothing waits
+    # for it). 60 more lines: 6 x 310 cycles.
+    def burst(lines):
+        m = machine(OPTANE)
+        p = Program()
+        for k in range(lines):
+            p.movnt(dimm(m, k % 64, k // 64), size=64, value=1)
+        return m.run(p.sfence()).cycles
+    assert burst(120) - burst(60) == 6 * 310
+
+
+def test_a_sustained_stream_to_one_dimm_runs_at_its_media_write_rate():
+    # Once the 64-entry XPBuffer is full of XPLines waiting for the media, a new XPLine
+    # takes the entry of the oldest when its media write is done: one XPLine per 270.34
+    # cycles, 64 B x 4 / (270.34 / 2.2 GHz) = 2.08 GB/s (12.5 / 6).
+    def stream(xplines):
+        m = machine(OPTANE)
+        p = Program()
+        for k in range(4 * xplines):
+            p.movnt(dimm(m, k % 64, k // 64), size=64, value=1)
+        return m.run(p.sfence()).cycles
+    n = 512
+    d = stream(2 * n) - stream(n)
+    assert d == pytest.approx(n * WR_FP / FP, abs=n)   # within a cycle an XPLine (rounding)
+    assert n * 256 / (d / 2.2) == pytest.approx(12.5 / 6, rel=5e-3)
+
+
+def fill_one_xpline(m):
+    """4 NT lines (one XPLine) to DIMM 0 and SFENCE: the lines leave at cycle 0, are
+    accepted at 137, moved by 227 (slot 3 above); the XPLine, whole, is written to the
+    media from 227 x 1024 to 227 x 1024 + 276824 = 509272 FP (cycle 497.3). The fence ends
+    when the last line is posted, 310, + 6."""
+    p = Program()
+    for k in range(4):
+        p.movnt(dimm(m, k), size=64, value=1)
+    return p.sfence()
+
+
+def test_a_read_waits_behind_its_dimm_s_media_writes_and_not_another_s():
+    media_busy = 227 * FP + WR_FP
+    # a line of another XPLine of DIMM 0, issued at 316: it misses the buffer and reads
+    # the media when the XPLine's write is done
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == cdiv(media_busy) + 671 == 1169
+    assert m.stats()["media"]["optane"]["read_queue_cycles"] == cdiv(media_busy) - 316
+    # the same on DIMM 1 (the next 4 KiB block): idle media, 316 + 671
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 0) + 4096)).cycles == 316 + 671
+    # DIMM 0 again where reads do not wait for writes: their own timeline
+    m = machine(OPTANE, {"media.optane.reads_wait_for_writes": False})
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == 316 + 671
+
+
+def test_a_read_of_the_just_written_xpline_is_served_from_the_buffer():
+    # the XPBuffer holds the XPLine whole: a read of it needs the bus (free since 227), not
+    # the media, whose write of it is still going on: 316 + 373
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 1))).cycles == 316 + 373
+    assert m.stats()["media"]["optane"]["xpbuffer_hits"] == 1
+
+
+def test_a_whole_xpline_rewritten_before_its_media_write_begins_joins_it():
+    # XPLines a, b, c written whole, then c again: a's media write starts at 227, b's and
+    # c's queue behind it (from 497 and 768); c's second copy is whole (its lines leave at
+    # 310-312 when buffers free up, and move over the bus by ~470) before its media write
+    # begins, so that write takes it: three media writes, not four. Written again after
+    # the media is idle, it is a fourth.
+    m = machine(OPTANE)
+    p = Program()
+    for x in (0, 1, 2, 2):
+        for k in range(4):
+            p.movnt(dimm(m, 4 * x + k), size=64, value=1)
+    m.run(p.sfence())
+    c = m.stats()["media"]["optane"]
+    assert (c["media_line_writes"], c["read_modify_writes"]) == (3, 0)
+    m.run(Program().work(5000))
+    m.run(fill_one_xpline(m))   # a, whose media write is long done
+    assert m.stats()["media"]["optane"]["media_line_writes"] == 4
+
+
+def test_a_hot_region_that_fits_the_buffer_is_written_once_per_write():
+    # [YA20] Fig. 9: writes to a hot region that fits the XPBuffer reach the media about
+    # once each (write amplification ~1.0). 16 XPLines (4 KiB) rewritten whole 8 times,
+    # the media idle between rounds: 8 x 16 XPLine writes, and no reads.
+    m = machine(OPTANE)
+    for _ in range(8):
+        p = Program()
+        for k in range(64):
+            p.movnt(dimm(m, k), size=64, value=1)
+        m.run(p.sfence().work(20000))
+    c = m.stats()["media"]["optane"]
+    assert (c["media_line_writes"], c["media_line_reads"], c["writes"]) == (128, 0, 512)

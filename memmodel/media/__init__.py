@@ -59,12 +59,15 @@ N_MCOUNTERS = len(MC)
 # mglob[]: interconnect (a read's extra latency, a posted write's extra round trip) and the
 # shape of a chan row
 G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_POST CHAN_STRIDE XP0 XP_MAX")
-# chan[channel, ...]: RD_BUSY, WR_BUSY (FP), WPQ_HEAD, WPQ slots from WPQ0 (drain-complete
-# cycle), then XPBuffer entries (memmodel.media.optane) from G.XP0 as four runs of G.XP_MAX
-# (XP): tag, written-chunk mask, loaded, LRU stamp. A row has room for the largest
-# XPBuffer of the profile's media (one entry if none has one); other kinds leave it empty.
-CH = fields("CH", "RD_BUSY WR_BUSY WPQ_HEAD WPQ0")
-XP = fields("XP", "TAG MASK LOADED STAMP")
+# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side,
+# Optane's media behind its XPBuffer), WPQ_HEAD, WPQ slots from WPQ0 (the cycle each is free
+# again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
+# (XP): tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is
+# done (READY), the FP start of its media write not yet begun (WB). A row has room for the
+# largest XPBuffer of the profile's media (one entry if none has one); other kinds leave it
+# empty.
+CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD WPQ0")
+XP = fields("XP", "TAG MASK LOADED STAMP READY WB")
 
 
 def module(kind):

@@ -18,10 +18,9 @@ def read(S, m, addr, t0, remote, stamp):
     if remote:   # the request crosses the link now, the data's latency is paid on return
         t = ch.cross_link(S, t0) - ch.link_lat(S)
     if S[ix(p + MP.KIND)] == optane.KIND:
-        lat, occ = optane.read(S, p, m, row, addr, stamp)
+        done = optane.read(S, p, m, row, addr, t, stamp)
     else:
-        lat, occ = dram.read(S, p, m, row, addr, stamp)
-    done = ch.occupy_for_read(S, p, m, row, t, occ) + lat
+        done = dram.read(S, p, m, row, addr, t, stamp)
     if remote:
         done += ch.link_lat(S)
     return done
@@ -48,8 +47,8 @@ def write(S, m, addr, nbytes, t0, remote, stamp):
     slot, accept = ch.wpq_accept(S, p, m, row, t)
     posted += accept - t - S[ix(p + MP.ACCEPT_LAT)]   # the wait for a WPQ slot
     if S[ix(p + MP.KIND)] == optane.KIND:
-        occ = optane.write(S, p, m, row, addr, nbytes, stamp)
+        free = optane.write(S, p, m, row, addr, nbytes, accept, stamp)
     else:
-        occ = dram.write(S, p, m, row, addr, nbytes, stamp)
-    ch.wpq_drain(S, p, row, slot, accept, occ)
+        free = dram.write(S, p, m, row, addr, nbytes, accept, stamp)
+    ch.wpq_release(S, p, row, slot, free)
     return accept, max(accept, posted)
