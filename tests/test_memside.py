@@ -223,10 +223,10 @@ def test_a_read_of_the_just_written_xpline_is_served_from_the_buffer():
 
 def test_a_whole_xpline_rewritten_before_its_media_write_begins_joins_it():
     # XPLines a, b, c written whole, then c again: a's media write starts at 227, b's and
-    # c's queue behind it (from 497 and 768); c's second copy is whole (its lines leave at
-    # 310-312 when buffers free up, and move over the bus by ~470) before its media write
-    # begins, so that write takes it: three media writes, not four. Written again after
-    # the media is idle, it is a fourth.
+    # c's queue behind it (from 497.3 and 767.6); c's second copy (lines 12-15, which leave
+    # from cycle 310 on as the first buffers are posted, and reach the DIMM ~137 cycles
+    # later) is whole before c's media write begins, so that write takes it: three media
+    # writes, not four. An XPLine written whole after the media is idle is a fourth.
     m = machine(OPTANE)
     p = Program()
     for x in (0, 1, 2, 2):
