@@ -30,26 +30,38 @@ def popcount(x):
     return n + (x & 0x7F)
 
 
-@compiled
-def mem_write(S, r, line, mask, t, pkind):
-    """Posted write of the bytes of `line` selected by `mask`; returns the WPQ accept cycle.
-    `r`: the line's region, if the caller knows it (a bulk op looks it up once a page),
-    else -1. With functional memory, a write to a persistent region is queued for the
-    persistence domain: durable at once (PK_NOW) or at the next fence (PK_FENCED)."""
+@inlined
+def _write(S, r, line, mask, t, pkind):
     addr = line << 6
     if r < 0:
         r = mm.find_region(S, addr)
     nbytes = 64 if mask == FULL_MASK else popcount(mask)
     S[MS.MEM_STAMP] += 1
-    acc = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
-                      mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
+    acc, posted = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
+                              mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_WRITES)] += 1
     S[MS.MEDIA_WRITES] += 1
     if acc > S[MS.MEM_END]:
         S[MS.MEM_END] = acc
     if S[MT.FUNCTIONAL] and mm.reg(S, r, mm.RG.PERSIST) != mm.P_NONE:
         persist.pq_push(S, line, mask, pkind)
-    return acc
+    return acc, posted
+
+
+@compiled
+def mem_write(S, r, line, mask, t, pkind):
+    """Posted write of the bytes of `line` selected by `mask`; returns the WPQ accept cycle.
+    `r`: the line's region, if the caller knows it (a bulk op looks it up once a page),
+    else -1. With functional memory, a write to a persistent region is queued for the
+    persistence domain: durable at once (PK_NOW) or at the next fence (PK_FENCED)."""
+    return _write(S, r, line, mask, t, pkind)[0]
+
+
+@compiled
+def mem_post(S, r, line, mask, t, pkind):
+    """mem_write for a sender that waits for the write to be posted (a write-combining
+    buffer): returns (the WPQ accept cycle, the cycle the posting round trip ends)."""
+    return _write(S, r, line, mask, t, pkind)
 
 
 @inlined

@@ -1,8 +1,11 @@
 """Write-combining buffers: non-temporal stores gather per line and leave as posted writes.
 
 A buffer holds the bytes of one line; a full line leaves as one posted write, and the
-buffer is free again when the memory controller has accepted it. These functions return
-the cycle an issue stall would end; they never touch the core's issue state.
+buffer is free again when the write has been posted: the round trip from the core to the
+memory controller and back (the media's wc_post_ns, plus numa.remote_post_ns for a remote
+line, plus any wait for the interconnect or a WPQ slot; memmodel.media._dispatch.write).
+These functions return the cycle an issue stall would end; they never touch the core's
+issue state.
 """
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
@@ -21,13 +24,15 @@ def _wc_send(S, i, line, mask, t, r):
     """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
     partial) posted write (r: the region of the line, or -1)."""
     o = S[MH.WC] + N_WC * i
-    acc = mside.mem_write(S, r, line, mask, t, PK_FENCED)
-    S[ix(o + WC.BUSY)] = acc
+    posted = mside.mem_post(S, r, line, mask, t, PK_FENCED)[1]
+    S[ix(o + WC.BUSY)] = posted
     S[ix(o + WC.LINE)] = -1
     S[ix(o + WC.MASK)] = 0
-    if acc > S[MS.WB_PENDING]:
-        S[MS.WB_PENDING] = acc
-    return acc
+    if posted > S[MS.WB_PENDING]:
+        S[MS.WB_PENDING] = posted
+    if posted > S[MS.MEM_END]:   # the run has completed when the buffer is free again
+        S[MS.MEM_END] = posted
+    return posted
 
 
 @inlined
@@ -85,8 +90,8 @@ def movnt_bytes(S, addr, size, r, now):
 
 @compiled
 def wc_drain_all(S, now):
-    """Drain every WC buffer holding data at `now`; returns when the last drain is
-    accepted."""
+    """Drain every WC buffer holding data at `now`; returns when the last buffer is free
+    again (its write posted)."""
     t = now
     wc = S[MH.WC]
     latest = 0

@@ -99,8 +99,11 @@ _PREFETCH = {
     "stream_degree_lines": (_INT, True, 1, 64),
     "stream_entries": (_INT, True, 1, 256),
 }
+# remote_latency_ns: what a remote read adds; remote_post_ns: what a remote posted write adds
+# to the round trip that holds a write-combining buffer (memmodel._wc)
 _NUMA = {
     "remote_latency_ns": (_NUM, True, *_NS),
+    "remote_post_ns": (_NUM, True, *_NS),
     "remote_bw_gbps": (_NUM, True, *_GBPS),
 }
 # Each channel is a row of the chan section with a slot per WPQ entry (and the XPBuffer).
@@ -108,6 +111,7 @@ _MEDIA = {
     "kind": (_STR, False, KIND_IDS),
     "read_latency_ns": (_NUM, True, *_NS),
     "write_accept_ns": (_NUM, True, *_NS),
+    "wc_post_ns": (_NUM, True, *_NS),   # a WC buffer's posting round trip (memmodel._wc)
     "read_bw_gbps": (_NUM, True, *_GBPS),
     "write_bw_gbps": (_NUM, True, *_GBPS),
     "channels": (_INT, True, 1, 64),

@@ -5,8 +5,10 @@ that bandwidths that are not a whole number of bytes per cycle are not rounded a
 A read starts at max(arrival, channel free), holds the channel for bytes/bandwidth and
 returns after the media's idle load-to-use latency. Writes are posted: accepted into the
 channel's write-pending queue (WPQ) when it has a free slot; the media drains the queue at
-its write bandwidth. A remote (other NUMA node) request also crosses the interconnect, a
-shared link with its own bandwidth and latency. What all kinds share (channel rows,
+its write bandwidth; a write-combining buffer that sent the write is free again a posting
+round trip (wc_post_ns) after it sent it, later by any wait for a WPQ slot. A remote (other
+NUMA node) request also crosses the interconnect, a shared link with its own bandwidth and
+latency (numa.remote_latency_ns for a read, numa.remote_post_ns added to a posting round trip). What all kinds share (channel rows,
 interleave, WPQ, the link) is in _channels.py; each kind's module times the media itself:
 dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
 
@@ -44,8 +46,8 @@ KIND_IDS = tuple(KINDS)
 PERSISTENCE = ("none", "adr", "eadr")
 
 # mp[media, field] (latencies in cycles, occupancies in FP units)
-MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT RD_OCC_FP WR_OCC_FP BUS_OCC_FP CHANNELS "
-            "INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
+MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT POST_LAT RD_OCC_FP WR_OCC_FP BUS_OCC_FP "
+            "CHANNELS INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
 N_MPARAMS = len(MP)
 
 # mcnt[media, counter]; stats() names them in lower case
@@ -54,14 +56,18 @@ MC = fields("MC", "READS WRITES PARTIAL_WRITES MEDIA_LINE_READS MEDIA_LINE_WRITE
 MEDIA_COUNTER_NAMES = tuple(c.name.lower() for c in MC)
 N_MCOUNTERS = len(MC)
 
-# mglob[]: interconnect and the shape of a chan row
-G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT CHAN_STRIDE XP0 XP_MAX")
-# chan[channel, ...]: RD_BUSY, WR_BUSY (FP), WPQ_HEAD, WPQ slots from WPQ0 (drain-complete
-# cycle), then XPBuffer entries (memmodel.media.optane) from G.XP0 as four runs of G.XP_MAX
-# (XP): tag, written-chunk mask, loaded, LRU stamp. A row has room for the largest
-# XPBuffer of the profile's media (one entry if none has one); other kinds leave it empty.
-CH = fields("CH", "RD_BUSY WR_BUSY WPQ_HEAD WPQ0")
-XP = fields("XP", "TAG MASK LOADED STAMP")
+# mglob[]: interconnect (a read's extra latency, a posted write's extra round trip) and the
+# shape of a chan row
+G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_POST CHAN_STRIDE XP0 XP_MAX")
+# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side,
+# Optane's media behind its XPBuffer), WPQ_HEAD, WPQ slots from WPQ0 (the cycle each is free
+# again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
+# (XP): tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is
+# done (READY), the FP start of its media write not yet begun (WB). A row has room for the
+# largest XPBuffer of the profile's media (one entry if none has one); other kinds leave it
+# empty.
+CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD WPQ0")
+XP = fields("XP", "TAG MASK LOADED STAMP READY WB")
 
 
 def module(kind):
@@ -110,6 +116,7 @@ def init_sections(layout, S, media, freq_ghz, numa):
         p[MP.KIND] = KIND_IDS.index(m["kind"])
         p[MP.READ_LAT] = cycles(m["read_latency_ns"], freq_ghz)
         p[MP.ACCEPT_LAT] = cycles(m["write_accept_ns"], freq_ghz)
+        p[MP.POST_LAT] = cycles(m["wc_post_ns"], freq_ghz)
         p[MP.CHANNELS] = ch
         p[MP.INTERLEAVE] = m["interleave_bytes"]
         p[MP.CHAN0] = chan0
@@ -122,6 +129,7 @@ def init_sections(layout, S, media, freq_ghz, numa):
     g = layout.view(S, "mglob")
     g[G.LINK_OCC_FP] = occ_fp(64, numa["remote_bw_gbps"], freq_ghz)
     g[G.LINK_LAT] = cycles(numa["remote_latency_ns"], freq_ghz)
+    g[G.REMOTE_POST] = cycles(numa["remote_post_ns"], freq_ghz)
     g[G.CHAN_STRIDE] = CH.WPQ0 + max_q + len(XP) * max_x
     g[G.XP0] = CH.WPQ0 + max_q
     g[G.XP_MAX] = max_x

@@ -34,6 +34,11 @@ def link_lat(S):
 
 
 @inlined
+def remote_post(S):
+    return S[S[MH.MGLOB] + G.REMOTE_POST]
+
+
+@inlined
 def cross_link(S, t):
     """A remote request crosses the interconnect: returns the cycle it leaves the link."""
     g = S[MH.MGLOB]
@@ -43,15 +48,22 @@ def cross_link(S, t):
 
 
 @inlined
-def occupy_for_read(S, p, m, row, t, occ):
-    """A read arriving at cycle t holds its channel (the write side too, when reads wait for
-    writes) for `occ` FP units from when it is free; returns the cycle it starts."""
-    busy = row + (CH.WR_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
-    start_fp = max(t * FP, S[ix(busy)])
+def occupy_for_read(S, m, busy, t, ready, occ):
+    """A read arriving at cycle t holds the timeline at S[busy] (FP units: a channel's read
+    or write side, an Optane DIMM's media) for `occ` from when it is free, and not before
+    cycle `ready`; returns the cycle it starts. The wait counts as read queueing."""
+    start_fp = max(max(t, ready) * FP, S[ix(busy)])
     S[ix(busy)] = start_fp + occ
     start = cdiv_fp(start_fp)
     mcount(S, m, MC.READ_QUEUE_CYCLES, start - t)
     return start
+
+
+@inlined
+def read_side(S, p, row):
+    """Offset of the timeline a read of the channel at `row` holds: the write side too when
+    reads wait for writes, else the read side."""
+    return row + (CH.WR_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
 
 
 @inlined
@@ -65,11 +77,9 @@ def wpq_accept(S, p, m, row, t):
 
 
 @inlined
-def wpq_drain(S, p, row, head, accept, occ):
-    """The media drains the write in WPQ slot `head` (accepted at `accept`) for `occ` FP
-    units of the write side; the slot is free again when that is done."""
-    start_fp = max(accept * FP, S[ix(row + CH.WR_BUSY)])
-    S[ix(row + CH.WR_BUSY)] = start_fp + occ
-    S[ix(row + CH.WPQ0 + head)] = cdiv_fp(S[ix(row + CH.WR_BUSY)])
+def wpq_release(S, p, row, head, free):
+    """WPQ slot `head` is free again at cycle `free`, when its write has left for the media
+    (the kind's write() says when)."""
+    S[ix(row + CH.WPQ0 + head)] = free
     # (head + 1) % wpq, head < wpq
     S[ix(row + CH.WPQ_HEAD)] = head + 1 if head + 1 < S[ix(p + MP.WPQ)] else 0

@@ -4,17 +4,18 @@ to flash only on power loss): every access moves one 64-byte line at the channel
 A kind's module holds the same three functions:
 
     init_params(p, spec, freq_ghz, read_gbps, write_gbps)   the kind's columns of mp row p
-    read(S, p, m, row, addr, stamp) -> (latency, occupancy in FP units)
-    write(S, p, m, row, addr, nbytes, stamp) -> occupancy of the write side in FP units
+    read(S, p, m, row, addr, t, stamp) -> the cycle the data is back
+    write(S, p, m, row, addr, nbytes, t, stamp) -> the cycle its WPQ slot is free again
 
 init_params fills the media's parameter row from its profile table `spec` (bandwidths per
 channel); read and write time an access to media `m`, whose parameters are at S[p] and
-whose chan row serving `addr` is at S[row]; `stamp` orders the accesses. The channel
-timing around them is memmodel.media._channels'.
+whose chan row serving `addr` is at S[row]: a read arriving at cycle t, a write accepted
+into the WPQ at cycle t; `stamp` orders the accesses. The channel timing around them (the
+link, the WPQ's slots, a timeline's occupancy) is memmodel.media._channels'.
 """
 from memmodel.jit import inlined, ix
-from memmodel.media import MC, MP, occ_fp
-from memmodel.media._channels import mcount
+from memmodel.media import CH, FP, MC, MP, occ_fp
+from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
 
 
 def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
@@ -26,12 +27,19 @@ def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
 
 
 @inlined
-def read(S, p, m, row, addr, stamp):
+def read(S, p, m, row, addr, t, stamp):
+    """The line moves over the channel's read side (or its write side, when reads wait for
+    writes) and is back the media's latency after it starts."""
     mcount(S, m, MC.MEDIA_LINE_READS, 1)
-    return S[ix(p + MP.READ_LAT)], S[ix(p + MP.RD_OCC_FP)]
+    start = occupy_for_read(S, m, read_side(S, p, row), t, t, S[ix(p + MP.RD_OCC_FP)])
+    return start + S[ix(p + MP.READ_LAT)]
 
 
 @inlined
-def write(S, p, m, row, addr, nbytes, stamp):
+def write(S, p, m, row, addr, nbytes, t, stamp):
+    """The write leaves the WPQ when the channel's write side has moved it at the write
+    bandwidth, after the writes before it."""
     mcount(S, m, MC.MEDIA_LINE_WRITES, 1)
-    return S[ix(p + MP.WR_OCC_FP)]
+    start_fp = max(t * FP, S[ix(row + CH.WR_BUSY)])
+    S[ix(row + CH.WR_BUSY)] = start_fp + S[ix(p + MP.WR_OCC_FP)]
+    return cdiv_fp(S[ix(row + CH.WR_BUSY)])

@@ -1,14 +1,29 @@
 """Optane DCPMM: the media moves XPLines (256 bytes), and each DIMM (chan row) keeps a buffer of
-them (XPBuffer, replaced least recently used). A read served from the buffer takes the
-buffered latency and only the 64-byte transfer; a miss reads the whole XPLine. A write
-merges its 64-byte chunk into the buffered XPLine (a partial write to a chunk the buffer
-holds neither loaded nor written first reads the XPLine: a read-modify-write), and evicting
-a partially written XPLine that was never loaded costs a read-modify-write of the whole
-XPLine. The functions are those of every kind (memmodel.media.dram)."""
+them (XPBuffer, replaced least recently used) between its bus and its media.
+
+A DIMM has two timelines: its bus (the chan row's write side: 64-byte transfers in and, for
+reads served from the XPBuffer, out, at the media's read rate per channel) and its media
+(XPLine reads and writes). A write is taken off the WPQ when the bus has moved its 64 bytes
+into the XPBuffer; the media write happens later. An XPLine the buffer holds whole (all its
+chunks written) is written to the media at once, in the background, behind the media's
+earlier work ([YA20] Fig. 9: a hot region that fits the buffer is written to the media about
+once per write, write amplification ~1.0, so the buffer combines writes into XPLines rather
+than keeping them until evicted); rewritten whole again before that write has begun, it
+joins it. A partially written XPLine goes to the media when it is evicted (a read-modify-
+write if the buffer never loaded it), and a partial write to a chunk the buffer holds
+neither loaded nor written first reads the XPLine. An entry is reused only when its media
+work is done, so a DIMM takes writes at its bus rate while its buffer has room and at its
+media write rate once the buffer is full of XPLines waiting for the media.
+
+A read served from the buffer takes the buffered latency and the bus; a read that misses
+it reads the whole XPLine from the media, behind the writes queued there when reads wait
+for writes (`reads_wait_for_writes`; else reads have their own timeline, the read side).
+The functions are those of every kind (memmodel.media.dram).
+"""
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH
-from memmodel.media import KIND_IDS, MC, MP, XP, G, cycles, occ_fp
-from memmodel.media._channels import mcount
+from memmodel.media import CH, FP, KIND_IDS, MC, MP, XP, G, cycles, occ_fp
+from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
 
 KIND = KIND_IDS.index("optane")
 
@@ -24,11 +39,21 @@ def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
     p[MP.BUS_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
 
 
+@inlined
+def _media(S, row, t, occ):
+    """Media work of `occ` FP units from cycle t, after the DIMM's earlier media work;
+    returns (its FP start, the cycle it is done)."""
+    start = max(t * FP, S[ix(row + CH.MEDIA_BUSY)])
+    S[ix(row + CH.MEDIA_BUSY)] = start + occ
+    return start, cdiv_fp(start + occ)
+
+
 @compiled
-def _xp_slot(S, p, row, xpl, m, stamp):
-    """XPBuffer slot of XPLine `xpl` on the DIMM at chan row `row`, inserting it if absent.
-    Returns (offset of the slot's tag, media occupancy in FP spent evicting the LRU XPLine,
-    whether it was present)."""
+def _xp_slot(S, p, row, xpl, m, t, stamp):
+    """XPBuffer slot of XPLine `xpl` on the DIMM at chan row `row`, for an access reaching it
+    at cycle t, inserting the XPLine if absent. Returns (offset of the slot's tag, the cycle
+    the slot can take the access: when the evicted XPLine's media work is done, 0 if it
+    need not wait; whether the XPLine was present)."""
     g = S[MH.MGLOB]
     nmax = S[ix(g + G.XP_MAX)]
     x = row + S[ix(g + G.XP0)]
@@ -36,64 +61,87 @@ def _xp_slot(S, p, row, xpl, m, stamp):
     free = -1
     lru = 0
     for s in range(n):
-        t = S[ix(x + s)]
-        if t == xpl:
+        tag = S[ix(x + s)]
+        if tag == xpl:
             S[ix(x + XP.STAMP * nmax + s)] = stamp
             return x + s, 0, True
-        if t == -1 and free < 0:
+        if tag == -1 and free < 0:
             free = s
         if S[ix(x + XP.STAMP * nmax + s)] < S[ix(x + XP.STAMP * nmax + lru)]:
             lru = s
-    occ = 0
+    ready = 0
     slot = free
     if slot < 0:
         slot = lru
+        ready = S[ix(x + XP.READY * nmax + slot)]
         full = (1 << (S[ix(p + MP.XPL_BYTES)] // 64)) - 1
         mask = S[ix(x + XP.MASK * nmax + slot)]
         if mask:
+            occ = S[ix(p + MP.WR_OCC_FP)]
+            mcount(S, m, MC.MEDIA_LINE_WRITES, 1)
             if mask != full and not S[ix(x + XP.LOADED * nmax + slot)]:
                 occ += S[ix(p + MP.RD_OCC_FP)]
                 mcount(S, m, MC.MEDIA_LINE_READS, 1)
                 mcount(S, m, MC.READ_MODIFY_WRITES, 1)
-            occ += S[ix(p + MP.WR_OCC_FP)]
-            mcount(S, m, MC.MEDIA_LINE_WRITES, 1)
+            ready = max(ready, _media(S, row, t, occ)[1])
     S[ix(x + slot)] = xpl
     S[ix(x + XP.MASK * nmax + slot)] = 0
     S[ix(x + XP.LOADED * nmax + slot)] = 0
     S[ix(x + XP.STAMP * nmax + slot)] = stamp
-    return x + slot, occ, False
+    S[ix(x + XP.READY * nmax + slot)] = ready
+    S[ix(x + XP.WB * nmax + slot)] = -1
+    return x + slot, ready, False
 
 
 @inlined
-def _xp_chunk(S, p, row, addr, m, stamp):
-    """The XPBuffer entry of the XPLine holding `addr` (_xp_slot) and addr's 64-byte chunk
-    in it: (offset of the entry's loaded flag, offset of its written-chunk mask, the chunk's
-    bit, occupancy in FP spent evicting, whether the XPLine was buffered)."""
+def read(S, p, m, row, addr, t, stamp):
     nmax = S[S[MH.MGLOB] + G.XP_MAX]
-    x, evict_occ, present = _xp_slot(S, p, row, addr // S[ix(p + MP.XPL_BYTES)], m, stamp)
-    chunk = 1 << ((addr % S[ix(p + MP.XPL_BYTES)]) // 64)
-    return x + XP.LOADED * nmax, x + XP.MASK * nmax, chunk, evict_occ, present
-
-
-@inlined
-def read(S, p, m, row, addr, stamp):
-    loaded, mask, chunk, evict_occ, present = _xp_chunk(S, p, row, addr, m, stamp)
-    if present and (S[ix(loaded)] or S[ix(mask)] & chunk):
+    xpl = S[ix(p + MP.XPL_BYTES)]
+    x, ready, present = _xp_slot(S, p, row, addr // xpl, m, t, stamp)
+    chunk = 1 << ((addr % xpl) // 64)
+    if present and (S[ix(x + XP.LOADED * nmax)] or S[ix(x + XP.MASK * nmax)] & chunk):
         mcount(S, m, MC.XPBUFFER_HITS, 1)
-        return S[ix(p + MP.BUF_READ_LAT)], S[ix(p + MP.BUS_OCC_FP)] + evict_occ
-    S[ix(loaded)] = 1
+        start = occupy_for_read(S, m, read_side(S, p, row), t, t, S[ix(p + MP.BUS_OCC_FP)])
+        return start + S[ix(p + MP.BUF_READ_LAT)]
+    S[ix(x + XP.LOADED * nmax)] = 1
     mcount(S, m, MC.MEDIA_LINE_READS, 1)
-    return S[ix(p + MP.READ_LAT)], S[ix(p + MP.RD_OCC_FP)] + evict_occ
+    busy = row + (CH.MEDIA_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
+    occ = S[ix(p + MP.RD_OCC_FP)]
+    start = occupy_for_read(S, m, busy, t, ready, occ)
+    # the entry holds the XPLine once it is read (an eviction waits for that)
+    S[ix(x + XP.READY * nmax)] = max(S[ix(x + XP.READY * nmax)], cdiv_fp(start * FP + occ))
+    return start + S[ix(p + MP.READ_LAT)]
 
 
 @inlined
-def write(S, p, m, row, addr, nbytes, stamp):
-    loaded, mask, chunk, evict_occ, present = _xp_chunk(S, p, row, addr, m, stamp)
-    occ = S[ix(p + MP.BUS_OCC_FP)] + evict_occ
+def write(S, p, m, row, addr, nbytes, t, stamp):
+    nmax = S[S[MH.MGLOB] + G.XP_MAX]
+    xpl = S[ix(p + MP.XPL_BYTES)]
+    # the 64 bytes move over the bus when it is free, into the XPLine's entry once that
+    # entry is free of the XPLine it evicts
+    start = max(t * FP, S[ix(row + CH.WR_BUSY)])
+    x, ready, _ = _xp_slot(S, p, row, addr // xpl, m, cdiv_fp(start), stamp)
+    start = max(start, ready * FP)
+    S[ix(row + CH.WR_BUSY)] = start + S[ix(p + MP.BUS_OCC_FP)]
+    done = cdiv_fp(S[ix(row + CH.WR_BUSY)])
+    chunk = 1 << ((addr % xpl) // 64)
+    loaded, mask, rdy, wb = x + XP.LOADED * nmax, x + XP.MASK * nmax, x + XP.READY * nmax, \
+        x + XP.WB * nmax
     if nbytes < 64 and not S[ix(loaded)] and not S[ix(mask)] & chunk:
-        occ += S[ix(p + MP.RD_OCC_FP)]
+        # the rest of the chunk comes from the media: read the XPLine
+        S[ix(rdy)] = max(S[ix(rdy)], _media(S, row, done, S[ix(p + MP.RD_OCC_FP)])[1])
         S[ix(loaded)] = 1
         mcount(S, m, MC.MEDIA_LINE_READS, 1)
         mcount(S, m, MC.READ_MODIFY_WRITES, 1)
     S[ix(mask)] |= chunk
-    return occ
+    if S[ix(mask)] == (1 << (xpl // 64)) - 1:
+        # the whole XPLine is buffered: written to the media, unless a media write of it
+        # that has not begun yet takes these bytes too
+        if S[ix(wb)] <= done * FP:
+            wb_start, wb_done = _media(S, row, done, S[ix(p + MP.WR_OCC_FP)])
+            S[ix(wb)] = wb_start
+            S[ix(rdy)] = max(S[ix(rdy)], wb_done)
+            mcount(S, m, MC.MEDIA_LINE_WRITES, 1)
+        S[ix(mask)] = 0
+        S[ix(loaded)] = 1
+    return done

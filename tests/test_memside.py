@@ -1,0 +1,254 @@
+"""The memory side's timing mechanisms, against hand calculations from the profile's numbers.
+
+Write-combining buffers are held for the posting round trip (memmodel._wc): a buffer sent
+at cycle t is free again at t + wc_post_ns (+ numa.remote_post_ns for a remote line), plus
+any wait for a WPQ slot. Expected values are computed here from the profile, never taken
+from a previous run.
+"""
+import pytest
+
+from emu import Machine
+from isa import Program
+
+NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
+
+
+def machine(profile="skylake-ddr4", extra=None, **kw):
+    return Machine(profile, {**NO_PF, **(extra or {})}, functional=False, **kw)
+
+
+def cyc(m, ns):
+    return int(round(ns * m.freq_ghz))
+
+
+def nt_stream(m, base, lines):
+    """Cycles of `lines` full-line NT stores to consecutive lines from `base`, then SFENCE."""
+    p = Program()
+    for i in range(lines):
+        p.movnt(base + 64 * i, size=64, value=1)
+    return m.run(p.sfence()).cycles
+
+
+# ------------------------------------------------------------------ WC buffer posting
+def test_one_nt_line_holds_its_buffer_for_the_posting_round_trip():
+    m = machine()
+    v = m.profile.values
+    post = cyc(m, v["media"]["dram"]["wc_post_ns"])    # 140.7 ns at 2.5 GHz: 352 cycles
+    assert post == 352
+    assert nt_stream(m, 0x10000, 1) == post + v["instr"]["sfence_cycles"]
+
+
+def test_a_stream_of_nt_lines_sends_one_line_per_round_trip_per_buffer():
+    # W buffers, each held P cycles: once the first W lines have filled them, line k waits
+    # for the buffer line k - W used, so every further W lines take exactly P cycles
+    # (issue, 4 movnt a cycle, is far faster); N = 1000 more lines take N / W * P.
+    v = machine().profile.values
+    w = v["core"]["wc_buffers"]
+    p_cyc = cyc(machine(), v["media"]["dram"]["wc_post_ns"])
+    n = 1000
+    t1 = nt_stream(machine(), 0x100000, n)
+    t2 = nt_stream(machine(), 0x100000, 2 * n)
+    assert t2 - t1 == n // w * p_cyc == 100 * 352
+    # the bandwidth this predicts: W x 64 B per P, the 4.55 GB/s the value was inferred from
+    m = machine()
+    gbps = n * 64 / ((t2 - t1) / m.freq_ghz)
+    assert gbps == pytest.approx(w * 64 / v["media"]["dram"]["wc_post_ns"], rel=2e-3)
+    assert gbps == pytest.approx(4.55, rel=3e-3)
+
+
+def test_a_remote_nt_line_adds_the_interconnect_round_trip():
+    m = machine()
+    v = m.profile.values
+    remote = m.regions["dram1"]["base"]
+    post = cyc(m, v["media"]["dram"]["wc_post_ns"])
+    extra = cyc(m, v["numa"]["remote_post_ns"])          # 138.8 ns: 347 cycles
+    assert extra == 347
+    sf = v["instr"]["sfence_cycles"]
+    assert nt_stream(machine(), 0x10000, 1) == post + sf
+    assert nt_stream(machine(), remote, 1) == post + extra + sf
+    # in a stream, every W remote lines take P + R: the 2.29 GB/s the value was inferred
+    # from (the link's 64 B / 34.3 GB/s = 5 cycles a line never queues them)
+    w = v["core"]["wc_buffers"]
+    n = 1000
+    d = nt_stream(machine(), remote, 2 * n) - nt_stream(machine(), remote, n)
+    assert d == n // w * (post + extra)
+    assert n * 64 / (d / m.freq_ghz) == pytest.approx(2.29, rel=3e-3)
+
+
+def test_the_post_waits_for_a_wpq_slot():
+    # One channel, a one-entry WPQ drained at 0.64 GB/s: 64 B in 100 ns = 250 cycles.
+    # Two lines leave their buffers at cycle 0. Line 0: accepted at 0 + 143 (write_accept_ns
+    # 57.3 ns), drained 143..393, posted at 0 + 352. Line 1: arrives at 143, its slot is
+    # free at 393 (250 cycles of stall), so it is posted 250 cycles late: 602. SFENCE +6.
+    m = machine(extra={"media.dram.channels": 1, "media.dram.wpq_entries": 1,
+                       "media.dram.write_bw_gbps": 0.64})
+    assert cyc(m, 57.3) == 143
+    assert nt_stream(m, 0x10000, 2) == 352 + 250 + 6 == 608
+    assert m.stats()["media"]["dram"]["wpq_full_stall_cycles"] == 250
+
+
+def test_posting_no_longer_than_the_accept_is_the_accept():
+    # wc_post_ns = write_accept_ns and remote_post_ns = remote_latency_ns give back a buffer
+    # held until the controller accepts the line (the model before the posting round trip)
+    m = machine(extra={"media.dram.wc_post_ns": 57.3, "numa.remote_post_ns": 59.6})
+    v = m.profile.values
+    sf = v["instr"]["sfence_cycles"]
+    assert nt_stream(m, 0x10000, 1) == cyc(m, 57.3) + sf
+    m = machine(extra={"media.dram.wc_post_ns": 57.3, "numa.remote_post_ns": 59.6})
+    assert nt_stream(m, m.regions["dram1"]["base"], 1) == cyc(m, 57.3) + cyc(m, 59.6) + sf
+
+
+def test_clwb_write_backs_still_wait_for_the_accept_only():
+    # the posting round trip is the WC buffer's: a CLWB write-back is done for SFENCE when
+    # the WPQ accepts it (write_accept_ns), as before
+    m = machine()
+    v = m.profile.values
+    m.run(Program().store(0x8000, b"x" * 8))
+    m.run(Program().lfence())
+    t = m.run(Program().clwb(0x8000).sfence()).cycles
+    assert t == cyc(m, v["media"]["dram"]["write_accept_ns"]) + v["instr"]["sfence_cycles"]
+
+
+# ------------------------------------------------------------------ Optane DIMMs
+# cascadelake-optane at 2.2 GHz, one DIMM of the six (4 KiB interleave): posting round trip
+# P = round(140.7 x 2.2) = 310 cycles, WPQ accept A = round(62.3 x 2.2) = 137, 4 WPQ
+# entries; the DIMM's bus moves 64 B at 37.6 / 6 GB/s: 64 x 2.2 / 6.2667 = 22.47 cycles
+# (23007 / 1024), its media writes an XPLine (256 B) at 12.5 / 6 GB/s: 270.34 cycles
+# (276824 / 1024) and reads one (random read) in round(305 x 2.2) = 671 cycles, or serves a
+# buffered one in round(169.4 x 2.2) = 373.
+OPTANE = "cascadelake-optane"
+FP = 1024
+BUS_FP, WR_FP = 23007, 276824
+
+
+def cdiv(x):
+    return -(-x // FP)
+
+
+def test_optane_constants_are_the_profile_s():
+    m = machine(OPTANE)
+    o = m.profile.values["media"]["optane"]
+    assert (cyc(m, o["wc_post_ns"]), cyc(m, o["write_accept_ns"]), o["wpq_entries"]) == (310, 137, 4)
+    assert round(64 * 2.2 / (o["read_bw_gbps"] / o["channels"]) * FP) == BUS_FP
+    assert round(256 * 2.2 / (o["write_bw_gbps"] / o["channels"]) * FP) == WR_FP
+    assert (cyc(m, o["read_latency_ns"]), cyc(m, o["buffer_read_latency_ns"])) == (671, 373)
+
+
+def dimm(m, k, page=0):
+    """Address of the k-th 64 B line of the page-th 4 KiB block of DIMM 0 (the interleave
+    puts every sixth 4 KiB block on it), 1 GiB into pmem0."""
+    return m.regions["pmem0"]["base"] + (1 << 30) + page * 6 * 4096 + 64 * k
+
+
+def test_an_optane_burst_queues_in_the_wpq_at_the_dimm_s_bus_rate():
+    # 8 lines of one 4 KiB block + SFENCE. Issue: 4 movnt a cycle, lines 0-3 leave their
+    # WC buffers at cycle 0, lines 4-7 at cycle 1. Lines 0-3 are accepted at 137 and move
+    # over the bus one after another: their WPQ slots are free at cdiv(137 x 1024 + j x 23007)
+    # = 160, 182, 205, 227. Line 4+j arrives at 1 + 137 = 138 and waits for slot j: posted
+    # at 1 + 310 + (slot_j - 138) = 333, 355, 378, 400. The fence ends at 400 + 6.
+    m = machine(OPTANE)
+    slots = [cdiv(137 * FP + (j + 1) * BUS_FP) for j in range(4)]
+    assert slots == [160, 182, 205, 227]
+    posted = [1 + 310 + s - 138 for s in slots]
+    p = Program()
+    for k in range(8):
+        p.movnt(dimm(m, k), size=64, value=1)
+    assert m.run(p.sfence()).cycles == posted[-1] + 6 == 406
+    assert m.stats()["media"]["optane"]["wpq_full_stall_cycles"] == sum(s - 138 for s in slots)
+
+
+def test_a_longer_optane_burst_is_absorbed_at_the_core_s_posting_rate():
+    # The bus takes a line every 22.5 cycles, the 10 WC buffers post one every 310 / 10 =
+    # 31: past the first ten lines no write waits for the WPQ, and each further ten lines
+    # add one round trip (the media writes each XPLine in the background, nothing waits
+    # for it). 60 more lines: 6 x 310 cycles.
+    def burst(lines):
+        m = machine(OPTANE)
+        p = Program()
+        for k in range(lines):
+            p.movnt(dimm(m, k % 64, k // 64), size=64, value=1)
+        return m.run(p.sfence()).cycles
+    assert burst(120) - burst(60) == 6 * 310
+
+
+def test_a_sustained_stream_to_one_dimm_runs_at_its_media_write_rate():
+    # Once the 64-entry XPBuffer is full of XPLines waiting for the media, a new XPLine
+    # takes the entry of the oldest when its media write is done: one XPLine per 270.34
+    # cycles, 64 B x 4 / (270.34 / 2.2 GHz) = 2.08 GB/s (12.5 / 6).
+    def stream(xplines):
+        m = machine(OPTANE)
+        p = Program()
+        for k in range(4 * xplines):
+            p.movnt(dimm(m, k % 64, k // 64), size=64, value=1)
+        return m.run(p.sfence()).cycles
+    n = 512
+    d = stream(2 * n) - stream(n)
+    assert d == pytest.approx(n * WR_FP / FP, abs=n)   # within a cycle an XPLine (rounding)
+    assert n * 256 / (d / 2.2) == pytest.approx(12.5 / 6, rel=5e-3)
+
+
+def fill_one_xpline(m):
+    """4 NT lines (one XPLine) to DIMM 0 and SFENCE: the lines leave at cycle 0, are
+    accepted at 137, moved by 227 (slot 3 above); the XPLine, whole, is written to the
+    media from 227 x 1024 to 227 x 1024 + 276824 = 509272 FP (cycle 497.3). The fence ends
+    when the last line is posted, 310, + 6."""
+    p = Program()
+    for k in range(4):
+        p.movnt(dimm(m, k), size=64, value=1)
+    return p.sfence()
+
+
+def test_a_read_waits_behind_its_dimm_s_media_writes_and_not_another_s():
+    media_busy = 227 * FP + WR_FP
+    # a line of another XPLine of DIMM 0, issued at 316: it misses the buffer and reads
+    # the media when the XPLine's write is done
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == cdiv(media_busy) + 671 == 1169
+    assert m.stats()["media"]["optane"]["read_queue_cycles"] == cdiv(media_busy) - 316
+    # the same on DIMM 1 (the next 4 KiB block): idle media, 316 + 671
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 0) + 4096)).cycles == 316 + 671
+    # DIMM 0 again where reads do not wait for writes: their own timeline
+    m = machine(OPTANE, {"media.optane.reads_wait_for_writes": False})
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == 316 + 671
+
+
+def test_a_read_of_the_just_written_xpline_is_served_from_the_buffer():
+    # the XPBuffer holds the XPLine whole: a read of it needs the bus (free since 227), not
+    # the media, whose write of it is still going on: 316 + 373
+    m = machine(OPTANE)
+    assert m.run(fill_one_xpline(m).load(dimm(m, 1))).cycles == 316 + 373
+    assert m.stats()["media"]["optane"]["xpbuffer_hits"] == 1
+
+
+def test_a_whole_xpline_rewritten_before_its_media_write_begins_joins_it():
+    # XPLines a, b, c written whole, then c again: a's media write starts at 227, b's and
+    # c's queue behind it (from 497.3 and 767.6); c's second copy (lines 12-15, which leave
+    # from cycle 310 on as the first buffers are posted, and reach the DIMM ~137 cycles
+    # later) is whole before c's media write begins, so that write takes it: three media
+    # writes, not four. An XPLine written whole after the media is idle is a fourth.
+    m = machine(OPTANE)
+    p = Program()
+    for x in (0, 1, 2, 2):
+        for k in range(4):
+            p.movnt(dimm(m, 4 * x + k), size=64, value=1)
+    m.run(p.sfence())
+    c = m.stats()["media"]["optane"]
+    assert (c["media_line_writes"], c["read_modify_writes"]) == (3, 0)
+    m.run(Program().work(5000))
+    m.run(fill_one_xpline(m))   # a, whose media write is long done
+    assert m.stats()["media"]["optane"]["media_line_writes"] == 4
+
+
+def test_a_hot_region_that_fits_the_buffer_is_written_once_per_write():
+    # [YA20] Fig. 9: writes to a hot region that fits the XPBuffer reach the media about
+    # once each (write amplification ~1.0). 16 XPLines (4 KiB) rewritten whole 8 times,
+    # the media idle between rounds: 8 x 16 XPLine writes, and no reads.
+    m = machine(OPTANE)
+    for _ in range(8):
+        p = Program()
+        for k in range(64):
+            p.movnt(dimm(m, k), size=64, value=1)
+        m.run(p.sfence().work(20000))
+    c = m.stats()["media"]["optane"]
+    assert (c["media_line_writes"], c["media_line_reads"], c["writes"]) == (128, 0, 512)
