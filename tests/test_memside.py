@@ -3,7 +3,9 @@
 Write-combining buffers are held for the posting round trip (memmodel._wc): a buffer sent
 at cycle t is free again at t + wc_post_ns (+ numa.remote_post_ns for a remote line), plus
 any wait for a WPQ slot. Expected values are computed here from the profile, never taken
-from a previous run.
+from a previous run. NT stores commit from the store buffer in order, one a cycle
+(store_commit_cycles), the first a cycle after it dispatches: the k-th NT store of a program
+(from 0) reaches its WC buffer at cycle k + 1.
 """
 import pytest
 
@@ -35,7 +37,7 @@ def test_one_nt_line_holds_its_buffer_for_the_posting_round_trip():
     v = m.profile.values
     post = cyc(m, v["media"]["dram"]["wc_post_ns"])    # 140.7 ns at 2.5 GHz: 352 cycles
     assert post == 352
-    assert nt_stream(m, 0x10000, 1) == post + v["instr"]["sfence_cycles"]
+    assert nt_stream(m, 0x10000, 1) == 1 + post + v["instr"]["sfence_cycles"]
 
 
 def test_a_stream_of_nt_lines_sends_one_line_per_round_trip_per_buffer():
@@ -64,8 +66,8 @@ def test_a_remote_nt_line_adds_the_interconnect_round_trip():
     extra = cyc(m, v["numa"]["remote_post_ns"])          # 138.8 ns: 347 cycles
     assert extra == 347
     sf = v["instr"]["sfence_cycles"]
-    assert nt_stream(machine(), 0x10000, 1) == post + sf
-    assert nt_stream(machine(), remote, 1) == post + extra + sf
+    assert nt_stream(machine(), 0x10000, 1) == 1 + post + sf
+    assert nt_stream(machine(), remote, 1) == 1 + post + extra + sf
     # in a stream, every W remote lines take P + R: the 2.29 GB/s the value was inferred
     # from (the link's 64 B / 34.3 GB/s = 5 cycles a line never queues them)
     w = v["core"]["wc_buffers"]
@@ -77,14 +79,15 @@ def test_a_remote_nt_line_adds_the_interconnect_round_trip():
 
 def test_the_post_waits_for_a_wpq_slot():
     # One channel, a one-entry WPQ drained at 0.64 GB/s: 64 B in 100 ns = 250 cycles.
-    # Two lines leave their buffers at cycle 0. Line 0: accepted at 0 + 143 (write_accept_ns
-    # 57.3 ns), drained 143..393, posted at 0 + 352. Line 1: arrives at 143, its slot is
-    # free at 393 (250 cycles of stall), so it is posted 250 cycles late: 602. SFENCE +6.
+    # Two lines leave their buffers at cycles 1 and 2. Line 0: accepted at 1 + 143
+    # (write_accept_ns 57.3 ns), drained 144..394, posted at 1 + 352. Line 1: arrives at 145,
+    # its slot is free at 394 (249 cycles of stall), so it is posted at 2 + 352 + 249 = 603.
+    # SFENCE +6.
     m = machine(extra={"media.dram.channels": 1, "media.dram.wpq_entries": 1,
                        "media.dram.write_bw_gbps": 0.64})
     assert cyc(m, 57.3) == 143
-    assert nt_stream(m, 0x10000, 2) == 352 + 250 + 6 == 608
-    assert m.stats()["media"]["dram"]["wpq_full_stall_cycles"] == 250
+    assert nt_stream(m, 0x10000, 2) == 2 + 352 + 249 + 6 == 609
+    assert m.stats()["media"]["dram"]["wpq_full_stall_cycles"] == 249
 
 
 def test_posting_no_longer_than_the_accept_is_the_accept():
@@ -93,9 +96,9 @@ def test_posting_no_longer_than_the_accept_is_the_accept():
     m = machine(extra={"media.dram.wc_post_ns": 57.3, "numa.remote_post_ns": 59.6})
     v = m.profile.values
     sf = v["instr"]["sfence_cycles"]
-    assert nt_stream(m, 0x10000, 1) == cyc(m, 57.3) + sf
+    assert nt_stream(m, 0x10000, 1) == 1 + cyc(m, 57.3) + sf
     m = machine(extra={"media.dram.wc_post_ns": 57.3, "numa.remote_post_ns": 59.6})
-    assert nt_stream(m, m.regions["dram1"]["base"], 1) == cyc(m, 57.3) + cyc(m, 59.6) + sf
+    assert nt_stream(m, m.regions["dram1"]["base"], 1) == 1 + cyc(m, 57.3) + cyc(m, 59.6) + sf
 
 
 def test_clwb_write_backs_still_wait_for_the_accept_only():
@@ -141,20 +144,22 @@ def dimm(m, k, page=0):
 
 
 def test_an_optane_burst_queues_in_the_wpq_at_the_dimm_s_bus_rate():
-    # 8 lines of one 4 KiB block + SFENCE. Issue: 4 movnt a cycle, lines 0-3 leave their
-    # WC buffers at cycle 0, lines 4-7 at cycle 1. Lines 0-3 are accepted at 137 and move
-    # over the bus one after another: their WPQ slots are free at cdiv(137 x 1024 + j x 23007)
-    # = 160, 182, 205, 227. Line 4+j arrives at 1 + 137 = 138 and waits for slot j: posted
-    # at 1 + 310 + (slot_j - 138) = 333, 355, 378, 400. The fence ends at 400 + 6.
+    # 8 lines of one 4 KiB block + SFENCE. Line k leaves its WC buffer at k + 1 (commits, one
+    # a cycle). Lines 0-3 are accepted at 138..141 and move over the bus one after another
+    # from 138: their WPQ slots are free at cdiv(138 x 1024 + (j + 1) x 23007) = 161, 183,
+    # 206, 228. Line 4+j arrives at 5 + j + 137 = 142 + j and waits for slot j: posted at
+    # (5 + j) + 310 + (slot_j - (142 + j)) = slot_j + 173: 334, 356, 379, 401. The fence
+    # ends at 401 + 6.
     m = machine(OPTANE)
-    slots = [cdiv(137 * FP + (j + 1) * BUS_FP) for j in range(4)]
-    assert slots == [160, 182, 205, 227]
-    posted = [1 + 310 + s - 138 for s in slots]
+    slots = [cdiv(138 * FP + (j + 1) * BUS_FP) for j in range(4)]
+    assert slots == [161, 183, 206, 228]
+    posted = [s + 173 for s in slots]
     p = Program()
     for k in range(8):
         p.movnt(dimm(m, k), size=64, value=1)
-    assert m.run(p.sfence()).cycles == posted[-1] + 6 == 406
-    assert m.stats()["media"]["optane"]["wpq_full_stall_cycles"] == sum(s - 138 for s in slots)
+    assert m.run(p.sfence()).cycles == posted[-1] + 6 == 407
+    assert m.stats()["media"]["optane"]["wpq_full_stall_cycles"] == \
+        sum(s - (142 + j) for j, s in enumerate(slots))
 
 
 def test_a_longer_optane_burst_is_absorbed_at_the_core_s_posting_rate():
@@ -188,10 +193,10 @@ def test_a_sustained_stream_to_one_dimm_runs_at_its_media_write_rate():
 
 
 def fill_one_xpline(m):
-    """4 NT lines (one XPLine) to DIMM 0 and SFENCE: the lines leave at cycle 0, are
-    accepted at 137, moved by 227 (slot 3 above); the XPLine, whole, is written to the
-    media from 227 x 1024 to 227 x 1024 + 276824 = 509272 FP (cycle 497.3). The fence ends
-    when the last line is posted, 310, + 6."""
+    """4 NT lines (one XPLine) to DIMM 0 and SFENCE: the lines leave at cycles 1-4, are
+    accepted at 138-141, moved by 138 x 1024 + 4 x 23007 = 233340 FP (slot 3 above); the
+    XPLine, whole, is written to the media from there to 233340 + 276824 = 510164 FP (cycle
+    498.2). The fence ends when the last line is posted, 4 + 310, + 6 = 320."""
     p = Program()
     for k in range(4):
         p.movnt(dimm(m, k), size=64, value=1)
@@ -199,25 +204,25 @@ def fill_one_xpline(m):
 
 
 def test_a_read_waits_behind_its_dimm_s_media_writes_and_not_another_s():
-    media_busy = 227 * FP + WR_FP
-    # a line of another XPLine of DIMM 0, issued at 316: it misses the buffer and reads
+    media_busy = 138 * FP + 4 * BUS_FP + WR_FP
+    # a line of another XPLine of DIMM 0, issued at 320: it misses the buffer and reads
     # the media when the XPLine's write is done
     m = machine(OPTANE)
-    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == cdiv(media_busy) + 671 == 1169
-    assert m.stats()["media"]["optane"]["read_queue_cycles"] == cdiv(media_busy) - 316
-    # the same on DIMM 1 (the next 4 KiB block): idle media, 316 + 671
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == cdiv(media_busy) + 671 == 1170
+    assert m.stats()["media"]["optane"]["read_queue_cycles"] == cdiv(media_busy) - 320
+    # the same on DIMM 1 (the next 4 KiB block): idle media, 320 + 671
     m = machine(OPTANE)
-    assert m.run(fill_one_xpline(m).load(dimm(m, 0) + 4096)).cycles == 316 + 671
+    assert m.run(fill_one_xpline(m).load(dimm(m, 0) + 4096)).cycles == 320 + 671
     # DIMM 0 again where reads do not wait for writes: their own timeline
     m = machine(OPTANE, {"media.optane.reads_wait_for_writes": False})
-    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == 316 + 671
+    assert m.run(fill_one_xpline(m).load(dimm(m, 8))).cycles == 320 + 671
 
 
 def test_a_read_of_the_just_written_xpline_is_served_from_the_buffer():
-    # the XPBuffer holds the XPLine whole: a read of it needs the bus (free since 227), not
-    # the media, whose write of it is still going on: 316 + 373
+    # the XPBuffer holds the XPLine whole: a read of it needs the bus (free since 228), not
+    # the media, whose write of it is still going on: 320 + 373
     m = machine(OPTANE)
-    assert m.run(fill_one_xpline(m).load(dimm(m, 1))).cycles == 316 + 373
+    assert m.run(fill_one_xpline(m).load(dimm(m, 1))).cycles == 320 + 373
     assert m.stats()["media"]["optane"]["xpbuffer_hits"] == 1
 
 
