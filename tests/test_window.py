@@ -112,12 +112,22 @@ def test_stac_serializes_only_when_the_profile_says_so():
 
 
 def test_nt_stores_wait_for_wc_buffers_in_the_store_buffer_not_at_dispatch():
-    """12 full-line NT stores and 10 WC buffers: the 11th waits for a buffer to be free,
-    but in the store buffer, so an independent miss after them dispatches at once."""
-    M = miss_latency()
+    """12 full-line NT stores and 10 WC buffers: the 11th waits for a buffer to be free
+    again (a posting round trip, P cycles), but in the store buffer, so a chain of four
+    dependent misses after them starts at once: the run takes as long as the chain alone.
+    Had the 11th stalled dispatch, the chain would start P cycles late."""
     m = machine()
+    post = round(m.profile.values["media"]["dram"]["wc_post_ns"] * m.freq_ghz)
+
+    def chase(p):
+        p.load(A)
+        for a in (B, C + 0x10000, D):
+            p.load(a, dependent=True)
+        return p
     p = Program()
     for k in range(12):
         p.movnt(C + 64 * k, size=64, value=k)
-    t = m.run(p.load(D)).cycles
-    assert t < 1.3 * M + 2 * 12, (t, M)
+    cycles = m.run(chase(p)).cycles
+    alone = machine().run(chase(Program())).cycles
+    assert alone > 2 * post
+    assert cycles <= alone + 10, (cycles, alone, post)
