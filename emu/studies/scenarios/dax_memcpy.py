@@ -22,7 +22,8 @@ PUBLISHED_SECONDS = {"clflush,numa=local": 13.5, "clflush,numa=remote": 37.1,
 VARIANTS = tuple(PUBLISHED_SECONDS)
 METRIC = "seconds"
 # profile values the result follows from (docs/scenarios.md, dax-memcpy)
-SENSITIVE = ("media.nvdimm.write_accept_ns", "media.dram.read_latency_ns",
+SENSITIVE = ("media.nvdimm.write_accept_ns", "media.nvdimm.wc_post_ns", "numa.remote_post_ns",
+             "media.dram.read_latency_ns",
              "numa.remote_latency_ns", "numa.remote_bw_gbps", "instr.clflush_cycles",
              "instr.sfence_cycles", "instr.rep_movsb_startup_cycles",
              "instr.rep_movsb_nrfo_threshold_bytes", "core.wc_buffers", "core.freq_ghz",

@@ -28,7 +28,7 @@ DEFAULT_PROFILE = "broadwell-ddr4"
 VARIANTS = tuple(f"smap={s},path={p}" for s in ("on", "off") for p in vhost.PATHS)
 METRIC = "mpps"
 SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycles",
-             "instr.clac_cycles", "instr.lfence_cycles", "instr.mfence_cycles",
+             "instr.clac_cycles", "instr.lfence_cycles", "instr.lock_rmw_cycles",
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",
              "instr.rep_movsb_startup_cycles", "core.freq_ghz")
 BUF_STRIDE = 2048          # the guest's packet buffers (virtio-user mbufs)
