@@ -11,8 +11,8 @@ Model departures: the file system is a minimal fsdax one (`DaxFile`): one preall
 extent mapped at a fixed device offset, whose ->iomap_begin returns that extent
 (IOMAP_MAPPED) and -ENOSPC past it (no allocator); its work (locks, journal handle, extent
 lookup) is a declared cost (profile [software].fs_write_iter_ns, emitted by the caller),
-only its loads of the inode line are emitted here. smp_mb() (`lock addl $0,-4(%rsp)` on x86)
-is emitted as MFENCE, the ISA's only full barrier. A pending fatal signal is never set.
+only its loads of the inode line are emitted here. smp_mb() is the locked add on the kernel
+stack (kernels/barrier.py). A pending fatal signal is never set.
 """
 import errno
 from dataclasses import dataclass
