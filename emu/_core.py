@@ -77,9 +77,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == Op.STORE:
             if ok == size:
                 hd.store(S, addr, size)
-                if functional:
-                    hd.store_data(S, pt, frames, ops, data, i, addr, size)
-                    persist.eadr_store(S, addr, size)
+                hd.write_memory(S, pt, frames, ops, data, i, addr, size)
         elif op == Op.MOVNT:
             if ok == size:
                 hd.movnt(S, addr, size, -1)
@@ -118,9 +116,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == Op.LOCK_RMW:
             if ok == size:
                 hd.locked_rmw(S, addr, size)
-                if functional:
-                    hd.store_data(S, pt, frames, ops, data, i, addr, size)
-                    persist.eadr_store(S, addr, size)
+                hd.write_memory(S, pt, frames, ops, data, i, addr, size)
         elif op == Op.SITE:
             pl.site_close(S, S[SC.NOW])
             S[SC.SITE] = ops[i, COL_IMM]
@@ -129,9 +125,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
         elif op == Op.PEER_WRITE:
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_write(S, line, S[SC.NOW])
-            if functional:
-                hd.store_data(S, pt, frames, ops, data, i, addr, size)
-                persist.eadr_store(S, addr, size)   # under eADR the peer's cache is durable too
+            hd.write_memory(S, pt, frames, ops, data, i, addr, size)   # eADR: the peer's cache too
         elif op == Op.PEER_READ:
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_read(S, line, S[SC.NOW])

@@ -92,6 +92,15 @@ def store_data(S, pt, frames, ops, data, i, addr, size):
 
 
 @inlined
+def write_memory(S, pt, frames, ops, data, i, addr, size):
+    """With functional memory, op i's bytes land at [addr, addr+size), and under eADR they
+    are on their way to the persistence domain (a cached store is durable there)."""
+    if S[MT.FUNCTIONAL]:
+        store_data(S, pt, frames, ops, data, i, addr, size)
+        persist.eadr_store(S, addr, size)
+
+
+@inlined
 def flush(S, line, kind, r):
     """CLFLUSH (ordered among themselves), CLFLUSHOPT or CLWB (overlapping until a fence);
     r: the line's region, or -1."""
