@@ -58,15 +58,17 @@ def _site_events(S, counter, total, since):
 def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
     """Retire completed ops; stall while the oldest incomplete one is a ROB (in uops) or a
     load buffer (in loads, `lseq` counting the op about to dispatch) behind. `rob`/`lb`:
-    the sizes, `seqs`/`lseqs`/`done` the ring's sections' offsets. Returns (now, head,
-    count)."""
+    the sizes, `seqs`/`lseqs`/`done` the ring's sections' offsets. Behind the oldest
+    incomplete op, completed uops retire in order at the retire width once it is done: a
+    ROB entry `over` uops beyond a full window frees over / width cycles later. Returns
+    (now, head, count)."""
     while count > 0:
         d = S[ix(done + head)]
         if d > now:
-            if seq - S[ix(seqs + head)] < rob and lseq - S[ix(lseqs + head)] <= lb \
-                    and count < rob:
+            over = seq - S[ix(seqs + head)] - rob
+            if over < 0 and lseq - S[ix(lseqs + head)] <= lb and count < rob:
                 break
-            now = d
+            now = d + max(over, 0) // S[TP.RETIRE]
         head = head + 1 if head + 1 < rob else 0   # (head + 1) % rob, head < rob
         count -= 1
     return now, head, count

@@ -10,7 +10,7 @@ from memmodel.media import FP
 
 EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE SB SITE_CTR", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
-_TP = ("UPC ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
+_TP = ("UPC RETIRE ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
        "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL")
 # sc: the pipeline's scalars (issue cycle, ring heads and counts, the current site and the
@@ -47,7 +47,8 @@ def add_sections(layout, values, n_sites):
 def init_sections(S, values, smap):
     core, instr = values["core"], values["instr"]
     tp = {
-        TP.UPC: core["uops_per_cycle"], TP.ROB: core["rob_entries"],
+        TP.UPC: core["uops_per_cycle"], TP.RETIRE: core["retire_uops_per_cycle"],
+        TP.ROB: core["rob_entries"],
         TP.LB: core["load_buffer_entries"],
         TP.SB: core["store_buffer_entries"],
         TP.LFENCE: instr["lfence_cycles"], TP.SFENCE: instr["sfence_cycles"],

@@ -56,6 +56,7 @@ _CORE = {
     "lfb_entries": (_INT, True, 1, 256),
     "wc_buffers": (_INT, True, 1, 64),   # memmodel.tables.MAX_WC_BUFFERS
     "uops_per_cycle": (_INT, True, 1, 64),
+    "retire_uops_per_cycle": (_INT, True, 1, 64),
     "store_commit_cycles": (_INT, True, 1, _CYCLES[1]),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),

@@ -131,3 +131,19 @@ def test_nt_stores_wait_for_wc_buffers_in_the_store_buffer_not_at_dispatch():
     alone = machine().run(chase(Program())).cycles
     assert alone > 2 * post
     assert cycles <= alone + 10, (cycles, alone, post)
+
+
+def test_behind_a_miss_the_window_frees_at_the_retire_width():
+    """A miss, then WORK of 2 x ROB uops (one chain, all dispatched at once by the issue
+    model), then a load that needs a window slot: the chain's first ROB uops complete while
+    the miss is outstanding, but retire only after it, at the retire width: the load's slot
+    frees ROB / width cycles after the miss is done (plus the chain's own completions).
+    Halving the width doubles that wait."""
+    def run(width):
+        m = machine(**{"core.retire_uops_per_cycle": width})
+        rob = m.profile.values["core"]["rob_entries"]
+        p = Program().load(A).work(2 * rob).load(D)
+        return m.run(p).cycles, rob
+    t4, rob = run(4)
+    t2, _ = run(2)
+    assert t2 - t4 >= rob // 4 - 2
