@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import tomllib
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -19,10 +20,11 @@ import numpy as np
 from emu.machine import EmuFault, Machine, MachineCheck
 from emu.studies import spectre, validate
 from emu.studies.fio import FioError
-from emu.studies.scenarios import assumed_keys, registry, sensitivity, sensitivity_table
+from emu.studies.scenarios import assumed_keys, metric_values, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
 from isa.program import ProgramError
 from isa.traces import iter_trace, resolve_format
+from memmodel.media import KIND_IDS
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
 
 PAGE_BYTES = 4096
@@ -364,6 +366,126 @@ def _cmd_run(args):
     return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")
 
 
+# ---------------------------------------------------------------------------- compare
+class MediaSwap(NamedTuple):
+    text: str            # REGION=KIND_OR_FILE as typed, for messages
+    region: str
+    kind: str | None     # a media kind, or None with `table` read from a file
+    table: dict | None   # the file's [media.NAME] table: key -> number
+
+
+def _media_swap(item):
+    """--media REGION=KIND_OR_FILE; FILE (ending in .toml or holding a /) is read here, so a
+    bad file fails before any scenario runs."""
+    region, sep, target = (s.strip() for s in item.partition("="))
+    if not sep or not region or not target:
+        raise argparse.ArgumentTypeError(f"expected REGION=KIND_OR_FILE, got {item!r}")
+    if target.endswith(".toml") or "/" in target:
+        try:
+            with open(target, "rb") as f:
+                media = tomllib.load(f).get("media")
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise argparse.ArgumentTypeError(f"{item}: cannot read {target}: {e}") from None
+        if not isinstance(media, dict) or len(media) != 1 or not isinstance(
+                table := next(iter(media.values())), dict):
+            raise argparse.ArgumentTypeError(f"{item}: {target} must hold one [media.NAME] table")
+        # a sourced number may be written as in a profile, { value = ..., source = ... }
+        table = {k: v["value"] if isinstance(v, dict) and "value" in v else v for k, v in table.items()}
+        return MediaSwap(item, region, None, {k: v for k, v in table.items() if _is_number(v)})
+    if target not in KIND_IDS:
+        raise argparse.ArgumentTypeError(f"{item}: unknown media kind {target!r} "
+                                         f"(kinds: {', '.join(KIND_IDS)})")
+    return MediaSwap(item, region, target, None)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _media_overrides(profile, swaps):
+    """The --set overrides that put each swap's region on the new timings in `profile`: every
+    number of the target media table that the region's own media table also has. Overriding
+    the media table, not the region's `media`, keeps the region's kind, so a pmem namespace
+    stays one for the scenario (its kind's own keys, Optane's XPBuffer, stay as profiled), and
+    moves every region on that media with it."""
+    values = load_profile(profile).values
+    regions = {r["name"]: r for r in values["region"]}
+    out, swapped = {}, {}
+    for s in swaps:
+        if s.region not in regions:
+            raise CliError(f"--media {s.text}: profile {profile!r} has no region {s.region!r} "
+                           f"(regions: {', '.join(regions)})")
+        own = regions[s.region]["media"]
+        if own in swapped:
+            raise CliError(f"--media {s.text}: region {s.region!r} is on media.{own}, already "
+                           f"swapped by --media {swapped[own]}")
+        swapped[own] = s.text
+        if s.table is None:
+            kinds = [m for m, t in values["media"].items() if t["kind"] == s.kind]
+            if not kinds:
+                raise CliError(f"--media {s.text}: profile {profile!r} has no media of kind "
+                               f"{s.kind!r} to take the timings of")
+            table = {k: v for k, v in values["media"][kinds[0]].items()
+                     if _is_number(v) and k in values["media"][own]}
+        else:
+            unknown = sorted(set(s.table) - set(values["media"][own]))
+            if unknown:
+                raise CliError(f"--media {s.text}: media.{own} of {profile!r} has no key "
+                               f"{unknown[0]!r}")
+            table = s.table
+        out.update({f"media.{own}.{k}": v for k, v in table.items()})
+    return out
+
+
+def _configure_compare(parser):
+    sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
+    for name, mod in registry().items():
+        p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
+                           epilog=SCENARIO_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--profiles", required=True, metavar="P,P,...",
+                       type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
+                       help="profiles to run on (names or files), comma-separated; ratios are "
+                            "against the first")
+        p.add_argument("--media", action="append", default=[], type=_media_swap,
+                       metavar="REGION=KIND_OR_FILE",
+                       help="run REGION's media on the timings of the profile's media of this "
+                            "kind (e.g. pmem0=dram), or of the one [media.NAME] table of a TOML "
+                            "file (repeatable)")
+        p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+        mod.configure(p)
+
+
+def _cmd_compare(args):
+    mod = registry()[args.scenario]
+    if not args.profiles:
+        raise CliError("--profiles: name at least one profile")
+    # every profile and swap is checked before the first (slow) run
+    overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
+    values = {}
+    for p in args.profiles:
+        a = argparse.Namespace(**vars(args))
+        a.profile, a.overrides = p, list(overrides[p].items())
+        values[p] = metric_values(mod, mod.run(a), sep=" / ")
+    labels = list(dict.fromkeys(k for v in values.values() for k in v))
+    first = values[args.profiles[0]]
+    variants = {k: {p: values[p].get(k) for p in args.profiles} for k in labels}
+    ratios = {k: {p: (v / first[k] if v is not None and first.get(k) else None)
+                  for p, v in row.items()} for k, row in variants.items()}
+    result = {"scenario": mod.NAME, "metric": mod.METRIC, "profiles": args.profiles,
+              "media": [s.text for s in args.media], "overrides": overrides,
+              "variants": variants, "ratios": ratios}
+    if args.json:
+        return json.dumps(result, indent=2) + "\n"
+    base = args.profiles[0]
+    num = lambda x: "-" if x is None else f"{x:.6g}"   # noqa: E731
+    header = ["variant"] + args.profiles + [f"{p} / {base}" for p in args.profiles[1:]]
+    rows = [[k] + [num(variants[k][p]) for p in args.profiles]
+            + [num(ratios[k][p]) for p in args.profiles[1:]] for k in labels]
+    swaps = f" with --media {', '.join(result['media'])}" if args.media else ""
+    return f"{mod.NAME}: {mod.METRIC} per profile{swaps}\n\n" + _table(header, rows)
+
+
 # ---------------------------------------------------------------------------- spectre
 def _configure_spectre(parser):
     parser.add_argument("gadget", choices=spectre.GADGETS,
@@ -425,6 +547,8 @@ def _cmd_validate(args):
 COMMANDS = {
     "run": Command("run a named study (docs/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
+    "compare": Command("run a study on several profiles: its metric side by side, with ratios",
+                       _configure_compare, _cmd_compare),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),
     "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently",

@@ -55,14 +55,14 @@ def assumed_keys(mod, profile):
     return [k for k in mod.SENSITIVE if p.sources.get(k, "").startswith("assumption")]
 
 
-def metric_values(mod, result):
-    """{label: number} of a result's main metric: VARIANT, or "VARIANT ROW" where the metric
-    is a map of rows (dmapool-test's time_us)."""
+def metric_values(mod, result, sep=" "):
+    """{label: number} of a result's main metric: VARIANT, or VARIANT `sep` ROW where the
+    metric is a map of rows (dmapool-test's time_us)."""
     out = {}
     for v, d in result["variants"].items():
         value = d[mod.METRIC]
         if isinstance(value, dict):
-            out.update({f"{v} {row}": x for row, x in value.items()})
+            out.update({f"{v}{sep}{row}": x for row, x in value.items()})
         else:
             out[v] = value
     return out
