@@ -66,6 +66,8 @@ def test_media_swap_is_the_explicit_overrides(capsys):
     swapped = {v: row["cascadelake-optane"] for v, row in res["variants"].items()}
     assert res["overrides"]["cascadelake-optane"] == dict(dram_timings_on_optane())
     assert swapped == iops_of_run(capsys, "cascadelake-optane", *dram_timings_on_optane())
+    assert res["profile_sources"]["cascadelake-optane"]["media.optane.read_latency_ns"].startswith(
+        "assumption: override")
     # memmap=pmem reads a struct page from pmem per I/O: on DRAM timings that read is faster
     assert swapped["memmap=pmem"] > plain["memmap=pmem"]
 
@@ -105,6 +107,7 @@ def test_rows_are_flattened(capsys, monkeypatch):
 @pytest.mark.parametrize("argv, named", [
     (["compare", "no-such-study", "--profiles", "skylake-ddr4"], "no-such-study"),
     (["compare", *SMALL, "--profiles", "cascadelake-optane,no-such-profile"], "no-such-profile"),
+    (["compare", *SMALL, "--profiles", "cascadelake-optane,cascadelake-optane"], "twice"),
     (["compare", *SMALL, "--profiles", "cascadelake-optane", "--media", "pmem9=dram"], "pmem9"),
     (["compare", *SMALL, "--profiles", "cascadelake-optane", "--media", "pmem0=sram"], "sram"),
     # haswell-nvdimm-n's pmem regions are nvdimm0 and nvdimm1

@@ -460,6 +460,9 @@ def _cmd_compare(args):
     mod = registry()[args.scenario]
     if not args.profiles:
         raise CliError("--profiles: name at least one profile")
+    twice = [p for p in dict.fromkeys(args.profiles) if args.profiles.count(p) > 1]
+    if twice:
+        raise CliError(f"--profiles: {twice[0]} given twice")
     # every profile and swap is checked before the first (slow) run
     overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
     values = {}
@@ -475,6 +478,10 @@ def _cmd_compare(args):
     result = {"scenario": mod.NAME, "metric": mod.METRIC, "profiles": args.profiles,
               "media": [s.text for s in args.media], "overrides": overrides,
               "variants": variants, "ratios": ratios}
+    # the resolved configuration beside the result (docs/style.md 6), as `emu run` does
+    resolved = {p: load_profile(p, overrides[p] or None) for p in args.profiles}
+    result["profile_files"] = {p: list(r.files) for p, r in resolved.items()}
+    result["profile_sources"] = {p: dict(r.sources) for p, r in resolved.items()}
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     base = args.profiles[0]
