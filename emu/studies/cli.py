@@ -6,7 +6,8 @@ succeeded, so a failure never leaves half a table behind.  Expected failures (a 
 or override, a malformed trace, a fault in the emulated program, a missing file) are printed
 as `emu: error: <message>` on stderr with exit status 2, never as a traceback.
 
-`emu run NAME` dispatches to the scenario modules of emu.studies.scenarios.
+`emu run NAME` and `emu compare NAME` dispatch to the scenario modules of
+emu.studies.scenarios.
 """
 import argparse
 import json
@@ -554,14 +555,14 @@ def _cmd_validate(args):
 COMMANDS = {
     "run": Command("run a named study (docs/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
-    "compare": Command("run a study on several profiles: its metric side by side, with ratios",
-                       _configure_compare, _cmd_compare),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),
     "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently",
                        _configure_spectre, _cmd_spectre),
     "validate": Command("run the microbenchmarks of docs/hardware.md on their machines' profiles: "
                         "measured against emulated", _configure_validate, _cmd_validate),
+    "compare": Command("run a study on several profiles: its metric side by side, with ratios",
+                       _configure_compare, _cmd_compare),
 }
 
 
