@@ -351,6 +351,16 @@ class Program:
             self._function_stack.pop()
             self.site(self._function_stack[-1] if self._function_stack else "(none)")
 
+    @contextmanager
+    def loop(self, name):
+        """A run's driver loop: the ops inside, outside every function, count to site `name`
+        as in function(name), and the site stays `name` after the block. Machine.run waits
+        after the last op for the store buffer and the memory side to drain, and charges
+        that wait to the site current then: the loop's, not an unexplained "(none)"."""
+        with self.function(name):
+            yield self
+        self.site(name)
+
     # -- batches ----------------------------------------------------------------------
     def _batch(self, op, addrs, size, flags=0):
         raw = np.asarray(addrs).reshape(-1)

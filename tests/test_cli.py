@@ -49,6 +49,43 @@ def test_profiles_lists_all_shipped_with_description_subprocess():
         assert load_profile(name).values["profile"]["description"] in line
 
 
+def test_profiles_show_every_key_with_its_source_and_the_regions(capsys):
+    prof = load_profile("cascadelake-optane")
+    code, out, err = run_cli(capsys, "profiles", "--show", "cascadelake-optane")
+    assert code == 0 and err == ""
+    assert prof.values["profile"]["description"] in out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.split()}
+    # every sourced key (inherited from skylake-ddr4 or its own) with value and provenance
+    for key, source in prof.sources.items():
+        assert key in rows, key
+        assert f"  {prof.get(key)}  " in rows[key] and rows[key].endswith(source), rows[key]
+    assert "assumption: " in out   # assumptions say so
+    assert "lru" in rows["cache.l1d.policy"] and "false" in rows["cache.llc.inclusive"]
+    for r in prof.values["region"]:
+        assert rows[r["name"]].split() == [r["name"], f"{r['base']:#x}", f"{r['size_bytes']:#x}",
+                                           r["media"], str(r["node"]), r["privilege"]]
+
+
+def test_profiles_show_json(capsys):
+    prof = load_profile("skylake-ddr4")
+    code, out, _ = run_cli(capsys, "profiles", "--show", "skylake-ddr4", "--json")
+    assert code == 0
+    report = json.loads(out)
+    keys = {k["key"]: k for k in report["keys"]}
+    assert keys["core.rob_entries"] == {"key": "core.rob_entries", "value": 224,
+                                        "source": prof.sources["core.rob_entries"]}
+    assert keys["cache.l1d.policy"]["source"] is None
+    assert set(keys) >= set(prof.sources)
+    assert [r["name"] for r in report["regions"]] == [r["name"] for r in prof.values["region"]]
+    code, out, _ = run_cli(capsys, "profiles", "--json")
+    assert code == 0 and [p["name"] for p in json.loads(out)] == SHIPPED
+
+
+def test_profiles_show_unknown_name(capsys):
+    assert_clean_error(*run_cli(capsys, "profiles", "--show", "no-such-box"),
+                       "no-such-box", "skylake-ddr4")
+
+
 def test_help_mentions_subcommands_and_map_trace(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out

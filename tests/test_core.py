@@ -443,6 +443,22 @@ def test_function_sites_nest_and_charge_self_time():
     assert sites["(none)"]["cycles"] == 3
 
 
+def test_a_loop_site_takes_the_ops_outside_functions_and_the_wait_at_the_end():
+    m = Machine("skylake-ddr4")
+    p = Program()
+    with p.loop("loop"):
+        p.work(3)
+        with p.function("f"):
+            p.work(5)
+            p.store(0x10000, size=8, value=1)   # a miss: still draining after the last op
+    r = m.run(p)
+    sites = m.stats()["sites"]
+    assert sites["(none)"]["cycles"] == 0
+    assert sites["f"]["cycles"] == 5
+    assert sites["loop"]["cycles"] == r.cycles - 5 > 3   # its work and the store's drain
+    assert m.read(0x10000, 8) == (1).to_bytes(8, "little")
+
+
 # ------------------------------------------------------------------ another core
 # PEER_WRITE: expected cycles by hand (skylake-ddr4: L1 hit 4, LLC hit 70, peer_hitm_ns 49 at
 # 2.5 GHz = 122.5 -> 122 cycles, Python's round half to even)

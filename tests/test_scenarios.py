@@ -112,3 +112,20 @@ def test_dax_write_usercopy_bad_options_are_named(capsys):
     assert main(["run", "dax-write-usercopy", "--ios", "5", "--bs", "8192",
                  "--file-size", "4096"]) == 2
     assert "--bs 8192 is larger than --file-size 4096" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,key,loop", [
+    (["dax-write-usercopy", "--ios", "40"], "functions_cycles_per_io", "fio loop"),
+    (["dax-read-copy-mc", "--ios", "2"], "functions_cycles_per_io", "fio loop"),
+    (["vhost-tx", "--packets", "64"], "functions_cycles_per_packet", "tx loop"),
+])
+def test_function_tables_have_no_unexplained_none_row(capsys, argv, key, loop):
+    res = run_json(capsys, *argv)
+    for v, d in res["variants"].items():
+        assert "(none)" not in d[key], v
+        # every cycle of a unit of work is some named site's, the driver loop's included
+        assert sum(d[key].values()) == pytest.approx(d[key.replace("functions_", "")]), v
+    assert main(["run", *argv]) == 0
+    assert "(none)" not in capsys.readouterr().out
+    if argv[0] == "dax-read-copy-mc":   # the generic copy's stores drain after the last I/O
+        assert res["variants"]["generic"][key][loop] > 0

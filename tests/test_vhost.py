@@ -99,3 +99,40 @@ def test_scenario_json_names_and_order(capsys):
         assert v[f"smap=on,path={path}"]["ns_per_packet"] > v[f"smap=off,path={path}"]["ns_per_packet"]
     d = v["smap=on,path=uaccess"]
     assert d["mpps"] == pytest.approx(1e3 / d["ns_per_packet"])
+
+
+def test_a_partial_last_batch_runs_exactly_the_packets_asked():
+    m, ring, bufs, frags = vhost_tx.build("broadwell-ddr4", {}, "smap=on,path=uaccess")
+    batch = vhost.VHOST_NET_BATCH
+    m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, batch, 64))
+    m.run(vhost_tx.packets_program(m, ring, bufs, frags, batch, batch + 1, 64))
+    assert ring.last_avail_idx == ring.used_idx == 2 * batch + 1   # not rounded up to 3 batches
+    assert m.read(ring.used_ring(0) - 2, 2) == (2 * batch + 1).to_bytes(2, "little")   # used->idx
+    assert int.from_bytes(m.read(ring.used_ring(2 * batch), 4), "little") == 2 * batch
+
+
+def test_table_header_states_the_packets_and_size_run(capsys):
+    assert main(["run", "vhost-tx", "--packets", "65", "--pkt-bytes", "100"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "65 packets of 100 B" in head and "64 B packets" not in head, head
+
+
+def test_pkt_bytes_is_bounded_by_the_guest_buffer(capsys):
+    assert main(["run", "vhost-tx", "--pkt-bytes", str(vhost_tx.BUF_STRIDE + 1)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--pkt-bytes" in err and str(vhost_tx.BUF_STRIDE) in err, err
+    m, ring, bufs, frags = vhost_tx.build("broadwell-ddr4", {}, "smap=off,path=vmap")
+    with pytest.raises(ValueError, match=str(vhost_tx.BUF_STRIDE)):
+        vhost_tx.packets_program(m, ring, bufs, frags, 0, 1, vhost_tx.BUF_STRIDE + 1)
+    # at the limit the buffers of a batch tile without overlap: each keeps its own payload
+    m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH,
+                                   vhost_tx.BUF_STRIDE))
+    for head in range(vhost.VHOST_NET_BATCH):
+        assert (m.read(bufs + vhost_tx.BUF_STRIDE * head, vhost_tx.BUF_STRIDE)
+                == vhost.guest_payload(head, vhost_tx.BUF_STRIDE)), head
+
+
+@pytest.mark.parametrize("head", [0, 1, 37, 255])
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 2048])
+def test_guest_payload_is_the_per_byte_pattern(head, n):
+    assert vhost.guest_payload(head, n) == bytes((head * 7 + i) & 0xFF for i in range(n))

@@ -44,14 +44,70 @@ class Command(NamedTuple):
 
 # ---------------------------------------------------------------------------- profiles
 def _configure_profiles(parser):
-    pass
+    parser.add_argument("--show", metavar="NAME",
+                        help="print the resolved profile NAME (a shipped name or a .toml path, "
+                             "inherit applied): every key with its value and its source or "
+                             "assumption, and its memory map ([[region]] tables)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.epilog = "the sections, keys and the rule that every timing number has a source: README.md \"Profiles\""
+
+
+def _profile_keys(values, prefix=""):
+    """(dotted key, value) of every leaf of a profile's values, in file order; the region
+    list is shown as its own table."""
+    for key, val in values.items():
+        if key == "region":
+            continue
+        if isinstance(val, dict):
+            yield from _profile_keys(val, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", val
+
+
+def _toml_text(val):
+    """A value as the profile file spells it (true, not True; a list without quotes)."""
+    if isinstance(val, bool):
+        return "true" if val else "false"
+    return ",".join(val) if isinstance(val, list) else str(val)
+
+
+def _show_profile(spec, as_json):
+    prof = load_profile(spec)
+    # Strings, booleans and lists name a choice, not a measurement: the schema asks no
+    # provenance of them, and the table says so rather than leave the column blank.
+    keys = [{"key": k, "value": v, "source": prof.sources.get(k)}
+            for k, v in _profile_keys(prof.values) if k != "profile.description"]
+    regions = [{"name": r["name"], "base": r["base"], "size_bytes": r["size_bytes"],
+                "media": r["media"], "node": r["node"], "privilege": r["privilege"]}
+               for r in prof.values["region"]]
+    if as_json:
+        return json.dumps({"name": prof.name, "description": prof.values["profile"]["description"],
+                           "files": prof.files, "keys": keys, "regions": regions}, indent=2) + "\n"
+    shown = [(k["key"], _toml_text(k["value"]), k["source"] or "(a choice, no source needed)")
+             for k in keys]
+    kw, vw = (max(len(row[i]) for row in shown + [("key", "value")]) for i in (0, 1))
+    out = [f"profile {prof.name}: {prof.values['profile']['description']}",
+           f"files (inherit chain, last wins): {' -> '.join(prof.files)}", "",
+           f"{'key':<{kw}}  {'value':<{vw}}  source or assumption"]
+    out += [f"{k:<{kw}}  {v:<{vw}}  {s}" for k, v, s in shown]
+    rows = [(r["name"], f"{r['base']:#x}", f"{r['size_bytes']:#x}", r["media"], str(r["node"]),
+             r["privilege"]) for r in regions]
+    head = ("region", "base", "size_bytes", "media", "node", "privilege")
+    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
+    out += ["", "  ".join(f"{h:<{w}}" for h, w in zip(head, widths)).rstrip()]
+    out += ["  ".join(f"{c:<{w}}" for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(out) + "\n"
 
 
 def _cmd_profiles(args):
+    if args.show is not None:
+        return _show_profile(args.show, args.json)
     names = shipped_profiles()
+    described = [(n, load_profile(n).values["profile"]["description"]) for n in names]
+    if args.json:
+        return json.dumps([{"name": n, "description": d} for n, d in described], indent=2) + "\n"
     width = max(map(len, names))
-    return "".join(f"{n:<{width}}  {load_profile(n).values['profile']['description']}\n"
-                   for n in names)
+    return "".join(f"{n:<{width}}  {d}\n" for n, d in described)
 
 
 # ---------------------------------------------------------------------------- trace
