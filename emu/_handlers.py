@@ -212,10 +212,11 @@ def copy(S, pt, frames, op, dst, src, n):
                 mm.move(frames, fd, d & (mm.PAGE_BYTES - 1), fs, os_, k)
             else:
                 mm.copy_bytes(S, pt, frames, d, s, k)
-        pl.rob_gate(S, 1)
+        words = (k + 7) // 8
+        loads = 1 if op == Op.REP_MOVSB else words   # a fast string: a line per load
+        pl.rob_gate(S, loads)
         t0 = S[SC.NOW]
         ready = t0
-        words = (k + 7) // 8
         for sl in range(s >> 6, ((s + k - 1) >> 6) + 1):
             if sl != prev_src:
                 got, wait = hier.demand(S, sl, t0, K_LOAD)
@@ -225,8 +226,7 @@ def copy(S, pt, frames, op, dst, src, n):
                 if op != Op.REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
                     cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
         pl.rob_push(S, ready)
-        # a fast string moves a line per load and store; the loops, 8 bytes per load
-        S[SC.LSEQ] += 1 if op == Op.REP_MOVSB else words
+        S[SC.LSEQ] += loads
         S[SC.DEP_READY] = max(S[SC.DEP_READY], ready) if pos else ready   # the data copied
         line = d >> 6
         if op == Op.NT_COPY:
