@@ -76,7 +76,7 @@ def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
 
 @inlined
 def rob_gate(S, loads):
-    """The gate before an op with `loads` (0 or 1) load-buffer entries."""
+    """The gate before an op that takes `loads` load-buffer entries."""
     S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT] = rob_gate_v(
         S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[SC.NOW],
         S[SC.UOP_SEQ], S[SC.LSEQ] + loads, S[SC.ROB_HEAD], S[SC.ROB_COUNT])
