@@ -115,3 +115,11 @@ def test_compare_shows_a_bar_over_profiles_and_the_same_table(capsys, monkeypatc
     fake.parts.clear()
     run(capsys, *argv, "--quiet")
     assert fake.text == ""
+
+
+def test_sensitivity_shows_a_bar_over_its_keys_and_the_same_json(capsys, monkeypatch):
+    argv = ("run", "vhost-tx", "--packets", "64", "--sensitivity", "core.freq_ghz")
+    plain = run(capsys, *argv)
+    fake = fake_tty(monkeypatch)
+    assert run(capsys, *argv) == plain
+    assert "vhost-tx sensitivity" in fake.text
