@@ -106,10 +106,13 @@ class TraceChunk(NamedTuple):
     `program`: a Program of the ops.  `line`: int64 array, per op, the source line it came
     from: 1-based line number for lackey and din, 0-based row index for npy (an access split
     into several ops repeats its line).  `first_op`: index of program's first op in the whole
-    trace (ops of earlier chunks before it)."""
+    trace (ops of earlier chunks before it).  `bytes_read`: bytes of the trace taken so far,
+    this chunk's included (text: decompressed; npy: the header and rows up to the chunk's
+    last), for a progress bar against the file's size."""
     program: Program
     line: np.ndarray
     first_op: int
+    bytes_read: int = 0
 
     @property
     def first_line(self):
@@ -164,11 +167,11 @@ def _split(kind, addr, size, line, max_ops):
 
 
 def _numbered(pieces):
-    """TraceChunks from (Program, line per op) pairs, skipping empty ones."""
+    """TraceChunks from (Program, line per op, bytes read) triples, skipping empty ones."""
     first_op = 0
-    for program, line in pieces:
+    for program, line, bytes_read in pieces:
         if len(program):
-            yield TraceChunk(program, line, first_op)
+            yield TraceChunk(program, line, first_op, bytes_read)
             first_op += len(program)
 
 
@@ -262,10 +265,13 @@ def _iter_text(parse, path_or_lines, chunk_lines, chunk_bytes):
     blocks, name = _text_blocks(path_or_lines, chunk_lines, _positive("chunk_bytes", chunk_bytes))
 
     def programs():
+        done = 0
         for text, line0 in _pieces(blocks, name, chunk_lines):
+            done += len(text)   # a piece split in several chunks: each counts its end
             kind, addr, size, line = parse(text, name, line0)
             if len(kind):
-                yield from _split(kind, addr, size, line, chunk_lines)
+                for program, lines in _split(kind, addr, size, line, chunk_lines):
+                    yield program, lines, done
     return _numbered(programs())
 
 
@@ -598,8 +604,7 @@ def _raw_pieces(name, a, chunk_lines):
         row0 += rows
 
 
-def _npy_pieces(name, chunk_lines):
-    a = _npy_map(name)
+def _npy_rows(name, a, chunk_lines):
     columns = _npy_columns(name, a)
     if columns is None:
         yield from _raw_pieces(name, a, chunk_lines)
@@ -609,6 +614,14 @@ def _npy_pieces(name, chunk_lines):
         cols = columns(_npy_map(name), row0, row0 + chunk_lines)
         kind, addr, size, row = _npy_accesses(name, row0, *cols)
         yield from _split(kind, addr, size, row, chunk_lines)
+
+
+def _npy_pieces(name, chunk_lines):
+    a = _npy_map(name)
+    row_bytes = a.itemsize * (a.size // len(a)) if len(a) else 0
+    for program, row in _npy_rows(name, a, chunk_lines):
+        # the file is the header and the rows, so the last chunk ends at the file's size
+        yield program, row, a.offset + (int(row[-1]) + 1 if len(row) else 0) * row_bytes
 
 
 def iter_npy(path, chunk_lines=CHUNK_LINES):

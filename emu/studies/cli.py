@@ -21,6 +21,7 @@ import numpy as np
 from emu.machine import EmuFault, Machine, MachineCheck
 from emu.studies import spectre, validate
 from emu.studies.fio import FioError
+from emu.studies.progress import progress, wanted
 from emu.studies.scenarios import assumed_keys, metric_values, registry, sensitivity, sensitivity_table
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
 from isa.program import ProgramError
@@ -172,12 +173,20 @@ def _machine_options(parser, default_profile):
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
+def _quiet_option(parser):
+    """--quiet, of the commands that show a progress bar (emu.studies.progress)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar on stderr (shown otherwise on a terminal after "
+                             "2 s, with tqdm installed)")
+
+
 def _configure_trace(parser):
     parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
     parser.add_argument("--format", choices=TRACE_FORMATS,
                         help="trace format (default: from the extension .din/.npy, else "
                              "detected from the first line)")
     _machine_options(parser, "skylake-ddr4")
+    _quiet_option(parser)
     parser.add_argument("--no-functional", dest="functional", action="store_false",
                         help="timing and cache state only; do not move bytes (faster)")
     parser.add_argument("--map-trace", action=argparse.BooleanOptionalAction, default=None,
@@ -311,6 +320,22 @@ def _poison(machine, args, pages):
     return lines
 
 
+def _trace_chunk(args, machine, chunk, pages, poisoned):
+    """Run one chunk of the trace (remapped with --map-trace); a fault names its line."""
+    if pages:
+        pages.remap_ops(chunk.program.ops)
+    try:
+        machine.run(chunk.program, drain=False)
+    except EmuFault as e:
+        line = f"{args.file}:{chunk.line[e.op_index]}"
+        if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
+            raise CliError(f"{line}: reads the line poisoned by --poison "
+                           f"{poisoned[e.addr >> 6]}: {e}") from None
+        hint = "" if pages else "; --map-trace remaps a trace into one region"
+        raise CliError(f"{line}: {e} (regions of {machine.profile.name}: "
+                       f"{_region_list(machine.regions)}{hint})") from None
+
+
 def _cmd_trace(args):
     overrides = dict(args.overrides)
     machine = Machine(args.profile, overrides or None, functional=args.functional)
@@ -318,21 +343,18 @@ def _cmd_trace(args):
     fmt = resolve_format(args.file, args.format)
     pages = _map_pages(args, machine, fmt)
     poisoned = _poison(machine, args, pages)
-    start, n_ops = machine.cycles, 0
-    for chunk in iter_trace(args.file, fmt):
-        if pages:
-            pages.remap_ops(chunk.program.ops)
-        try:
-            machine.run(chunk.program, drain=False)
-        except EmuFault as e:
-            line = f"{args.file}:{chunk.line[e.op_index]}"
-            if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
-                raise CliError(f"{line}: reads the line poisoned by --poison "
-                               f"{poisoned[e.addr >> 6]}: {e}") from None
-            hint = "" if pages else "; --map-trace remaps a trace into one region"
-            raise CliError(f"{line}: {e} (regions of {prof.name}: "
-                           f"{_region_list(machine.regions)}{hint})") from None
-        n_ops += len(chunk.program)
+    start, n_ops, read = machine.cycles, 0, 0
+    # a .gz's chunks count decompressed bytes: the file's size is no total for them; a file
+    # that cannot be read is iter_trace's error to report
+    known = os.path.isfile(args.file) and not args.file.lower().endswith(".gz")
+    total = os.path.getsize(args.file) if known else None
+    with progress(desc=os.path.basename(args.file), enabled=wanted(args), total=total,
+                  unit="B") as bar:
+        for chunk in iter_trace(args.file, fmt):
+            _trace_chunk(args, machine, chunk, pages, poisoned)
+            n_ops += len(chunk.program)
+            bar.update(chunk.bytes_read - read)
+            read = chunk.bytes_read
     cycles = machine.drain() - start
     mapping = pages and {"region": pages.region, "pages": pages.pages, "page_bytes": PAGE_BYTES}
     s = machine.stats()
@@ -389,6 +411,7 @@ def _configure_run(parser):
                            epilog=SCENARIO_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         _machine_options(p, mod.DEFAULT_PROFILE)
+        _quiet_option(p)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
                        help="also run with this profile value halved and doubled (repeatable); "
                             "'assumptions' = every value the study depends on that the profile "
@@ -510,6 +533,7 @@ def _configure_compare(parser):
                             "kind (e.g. pmem0=dram), or of the one [media.NAME] table of a TOML "
                             "file (repeatable)")
         p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+        _quiet_option(p)
         mod.configure(p)
 
 
@@ -523,7 +547,7 @@ def _cmd_compare(args):
     # every profile and swap is checked before the first (slow) run
     overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
     values = {}
-    for p in args.profiles:
+    for p in progress(args.profiles, f"{mod.NAME} profiles", wanted(args)):
         a = argparse.Namespace(**vars(args))
         a.profile, a.overrides = p, list(overrides[p].items())
         values[p] = metric_values(mod, mod.run(a), sep=" / ")

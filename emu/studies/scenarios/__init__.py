@@ -16,6 +16,7 @@ import functools
 import importlib
 import pkgutil
 
+from emu.studies.progress import progress, wanted
 from memmodel.profile import load_profile
 
 CONTRACT = ("DEFAULT_PROFILE", "METRIC", "SENSITIVE", "configure", "run", "table")
@@ -74,7 +75,7 @@ def sensitivity(mod, args, keys):
     base = load_profile(args.profile)
     plain = mod.run(args)
     out = {}
-    for key in keys:
+    for key in progress(keys, f"{mod.NAME} sensitivity", wanted(args)):
         value = base.get(key)
         row = {"x1": metric_values(mod, plain)}
         for f in FACTORS:

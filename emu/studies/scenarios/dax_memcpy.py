@@ -11,6 +11,7 @@ import argparse
 import numpy as np
 
 from emu.machine import Machine
+from emu.studies.progress import progress, wanted
 from kernels.memcpy_study import BUFFER_BYTES, COPIES_PER_BUFFER, COPY_BYTES, study_program
 from memmodel.profile import ProfileError
 
@@ -81,7 +82,7 @@ def run(args):
     rounds = max(1, int(round(FULL_ROUNDS * args.scale)))
     overrides = dict(args.overrides)
     variants = {v: run_variant(args.profile or DEFAULT_PROFILE, overrides, v, rounds)
-                for v in VARIANTS}
+                for v in progress(VARIANTS, NAME, wanted(args))}
     ratios = {p: variants[f"clflush,numa={p}"]["seconds"] / variants[f"movnt,numa={p}"]["seconds"]
               for p in ("local", "remote")}
     return {"scenario": NAME, "profile": args.profile or DEFAULT_PROFILE,

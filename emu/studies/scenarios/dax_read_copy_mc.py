@@ -35,6 +35,7 @@ from emu.studies.fio import (
     job_overrides,
     run_jobs,
 )
+from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import functions_table, int_in
 from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
@@ -136,7 +137,7 @@ def run(args):
     if args.poison is not None:   # before the long runs
         _check_poison(args.poison, args.file_size)
     variants = {v: run_variant(profile, overrides, v, args.bs, args.jobs, args.ios,
-                               args.file_size) for v in VARIANTS}
+                               args.file_size) for v in progress(VARIANTS, NAME, wanted(args))}
     out = {"scenario": NAME, "profile": profile, "bs": args.bs, "jobs": args.jobs,
            "sockets": sockets(profile, overrides), "ios": args.ios,
            "file_size": args.file_size, "variants": variants}

@@ -25,6 +25,7 @@ from emu.studies.fio import (
     job_overrides,
     run_jobs,
 )
+from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import functions_table, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
@@ -114,7 +115,7 @@ def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
     variants = {v: run_variant(profile, overrides, v, args.bs, args.jobs, args.ios,
-                               args.file_size) for v in VARIANTS}
+                               args.file_size) for v in progress(VARIANTS, NAME, wanted(args))}
     return {"scenario": NAME, "profile": profile, "bs": args.bs, "jobs": args.jobs,
             "ios": args.ios, "file_size": args.file_size,
             "assumed": "bs 4096 and 1 job unless given: the thread gives neither",

@@ -11,6 +11,7 @@ page allocation in the first round is not modelled. docs/scenarios.md gives no p
 the emulator predicts.
 """
 from emu.machine import Machine
+from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import int_in
 from isa import Program
 from kernels import dmapool
@@ -67,7 +68,7 @@ def run(args):
     overrides = dict(args.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
     rows = {}
-    for parms in dmapool.PARMS:
+    for parms in progress(dmapool.PARMS, NAME, wanted(args)):
         size, align, _ = parms
         key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
         for v in VARIANTS:

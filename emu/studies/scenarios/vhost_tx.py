@@ -19,6 +19,7 @@ published figure: the emulator predicts.
 """
 
 from emu.machine import Machine
+from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import functions_table, int_in, with_user_region
 from isa import Program
 from kernels import vhost
@@ -126,7 +127,7 @@ def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
     variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes)
-                for v in VARIANTS}
+                for v in progress(VARIANTS, NAME, wanted(args))}
     return {"scenario": NAME, "profile": profile, "packets": args.packets,
             "pkt_bytes": args.pkt_bytes, "variants": variants}
 

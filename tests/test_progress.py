@@ -1,0 +1,125 @@
+"""The progress bar (emu/studies/progress.py): shown on a terminal's stderr only, never with
+--json or --quiet or without tqdm, and never changing what stdout gets."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from emu.studies import progress
+from emu.studies.cli import main
+from emu.studies.scenarios import vhost_tx
+from isa.traces import iter_trace
+
+pytest.importorskip("tqdm")
+
+LINES = 3000   # several chunks at chunk_lines=700
+
+
+class FakeTty:
+    """A stderr that says it is a terminal and keeps what is written to it."""
+
+    def __init__(self):
+        self.parts = []
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    @property
+    def text(self):
+        return "".join(self.parts)
+
+
+@pytest.fixture
+def din(tmp_path):
+    f = tmp_path / "bar.din"
+    f.write_text("".join(f"0 {0x10000 + 64 * (i % 512):x}\n" for i in range(LINES)))
+    return str(f)
+
+
+def fake_tty(monkeypatch):
+    """A terminal stderr, and the bar drawn at once rather than after DELAY_S. Set in the
+    test itself: pytest puts its own capture back on sys.stderr after fixtures are set up."""
+    fake = FakeTty()
+    monkeypatch.setattr(sys, "stderr", fake)
+    monkeypatch.setattr(progress, "DELAY_S", 0)
+    return fake
+
+
+def run(capsys, *argv):
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_trace_bar_on_a_terminal_and_stdout_unchanged(capsys, monkeypatch, din):
+    plain = run(capsys, "trace", din)   # pytest's stderr is no terminal: no bar
+    fake = fake_tty(monkeypatch)
+    assert run(capsys, "trace", din) == plain
+    assert "bar.din" in fake.text and "/24.0k" in fake.text   # of the file's 24000 bytes
+
+
+@pytest.mark.parametrize("flag", ["--json", "--quiet"])
+def test_json_and_quiet_show_no_bar(capsys, monkeypatch, din, flag):
+    tty = fake_tty(monkeypatch)
+    run(capsys, "trace", din)
+    assert "bar.din" in tty.text
+    tty.parts.clear()
+    run(capsys, "trace", din, flag)
+    assert tty.text == ""
+
+
+def test_without_tqdm_the_output_is_the_same(capsys, monkeypatch, din):
+    tty = fake_tty(monkeypatch)
+    with_tqdm = run(capsys, "trace", din)
+    assert "bar.din" in tty.text
+    tty.parts.clear()
+    monkeypatch.setitem(sys.modules, "tqdm", None)   # `import tqdm` raises ImportError
+    assert run(capsys, "trace", din) == with_tqdm
+    assert tty.text == ""
+
+
+def test_a_scenarios_json_is_the_same_with_the_bar(capsys, monkeypatch):
+    argv = ("run", "vhost-tx", "--packets", "64", "--json")
+    plain = run(capsys, *argv)
+    fake = fake_tty(monkeypatch)
+    # --json silences the bar; the scenario's own decision is forced on to run it anyway
+    monkeypatch.setattr(vhost_tx, "wanted", lambda args: True)
+    assert run(capsys, *argv) == plain
+    assert "vhost-tx" in fake.text
+
+
+def test_bytes_read_end_at_the_file_size(din, tmp_path):
+    chunks = list(iter_trace(din, chunk_lines=700))
+    assert len(chunks) > 1
+    read = [c.bytes_read for c in chunks]
+    assert read == sorted(read) and read[-1] == os.path.getsize(din)
+    npy = tmp_path / "t.npy"
+    np.save(npy, np.array([[0, 0x10000 + 64 * i] for i in range(LINES)], dtype=np.int64))
+    read = [c.bytes_read for c in iter_trace(str(npy), chunk_lines=700)]
+    assert len(read) > 1 and read == sorted(read) and read[-1] == os.path.getsize(npy)
+
+
+def test_compare_shows_a_bar_over_profiles_and_the_same_table(capsys, monkeypatch):
+    argv = ("compare", "vhost-tx", "--profiles", "skylake-ddr4,cascadelake-optane", "--packets", "64")
+    plain = run(capsys, *argv)
+    fake = fake_tty(monkeypatch)
+    assert run(capsys, *argv) == plain
+    assert "vhost-tx profiles" in fake.text
+    fake.parts.clear()
+    run(capsys, *argv, "--quiet")
+    assert fake.text == ""
+
+
+def test_sensitivity_shows_a_bar_over_its_keys_and_the_same_json(capsys, monkeypatch):
+    argv = ("run", "vhost-tx", "--packets", "64", "--sensitivity", "core.freq_ghz")
+    plain = run(capsys, *argv)
+    fake = fake_tty(monkeypatch)
+    assert run(capsys, *argv) == plain
+    assert "vhost-tx sensitivity" in fake.text
