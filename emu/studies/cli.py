@@ -404,12 +404,17 @@ def _trace_table(r):
 SCENARIO_EPILOG = "results, what the model predicts and why, and its gaps: docs/scenarios.md"
 
 
-def _configure_run(parser):
+def _scenario_parsers(parser):
+    """(module, subparser) per scenario, its --help the module's docstring (run, compare)."""
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
     for name, mod in registry().items():
-        p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
-                           epilog=SCENARIO_EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        yield mod, sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
+                                  epilog=SCENARIO_EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _configure_run(parser):
+    for mod, p in _scenario_parsers(parser):
         _machine_options(p, mod.DEFAULT_PROFILE)
         _quiet_option(p)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
@@ -518,11 +523,7 @@ def _media_overrides(profile, swaps):
 
 
 def _configure_compare(parser):
-    sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
-    for name, mod in registry().items():
-        p = sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
-                           epilog=SCENARIO_EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    for mod, p in _scenario_parsers(parser):
         p.add_argument("--profiles", required=True, metavar="P,P,...",
                        type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
                        help="profiles to run on (names or files), comma-separated; ratios are "
