@@ -102,9 +102,15 @@ def rob_push_v(S, rob, lb, seqs, lseqs, dones, done, now, seq, lseq, head, count
 
 @inlined
 def rob_push(S, done):
+    rob_push_at(S, done, S[SC.UOP_SEQ])
+
+
+@inlined
+def rob_push_at(S, done, seq):
+    """rob_push of the uop numbered `seq` (a part of a WORK chain dispatched earlier)."""
     S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
         S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], done, S[SC.NOW],
-        S[SC.UOP_SEQ], S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX])
+        seq, S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX])
 
 
 @inlined
@@ -135,10 +141,7 @@ def work(S, cycles, start):
         upto = rest * (k + 1) // WORK_PARTS
         if upto > rest * k // WORK_PARTS:
             rob_gate(S, 0)
-            S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
-                S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE],
-                start + early + upto, S[SC.NOW], first + upto, S[SC.LSEQ], S[SC.ROB_HEAD],
-                S[SC.ROB_COUNT], S[SC.DONE_MAX])
+            rob_push_at(S, start + early + upto, first + upto)
 
 
 @inlined
