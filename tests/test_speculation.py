@@ -171,6 +171,65 @@ def test_cli_spectre(capsys):
     assert main(["spectre", "v1", "--secret", "0x33"]) == 0
     out = capsys.readouterr().out
     assert "secret leaked: YES" in out and "0x33" in out
+    assert "mitigation cost" in out and "v1-lfence" not in out
     assert main(["spectre", "v1-lfence", "--json"]) == 0
-    assert '"leaked": false' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"leaked": false' in out and '"mitigation_cycles_per_call"' in out
+    assert main(["spectre", "v1-nospec"]) == 0
+    out = capsys.readouterr().out
+    assert "in the gadget site" in out and "cost " in out and "v1-nospec" in out
     assert main(["spectre", "v1", "--secret", "300"]) == 2
+
+
+@pytest.fixture(scope="module")
+def per_call():
+    return {g: spectre.cycles_per_call(g) for g in spectre.GADGETS}
+
+
+def test_in_bounds_calls_hit_l1d_and_the_cost_is_deterministic(per_call):
+    # the warm loop's loads all hit L1D (x over 0..3: the 4 KiB-aligned probe lines,
+    # array1 and the bound share one set, 6 lines in 8 ways), so a cost is the barrier's
+    m = spectre._machine("skylake-ddr4", None)
+    p = spectre.calls_program("v1-lfence")
+    m.run(p)
+    m.reset_stats()
+    m.run(p)
+    assert m.stats()["levels"]["l1d"]["misses"] == 0
+    assert spectre.cycles_per_call("v1-lfence") == per_call["v1-lfence"]
+    assert spectre.mitigation_cost("v1-nospec") == spectre.mitigation_cost("v1-nospec")
+
+
+def test_in_bounds_v1_is_bounded_by_issue(per_call):
+    # load, branch (fused cmp + jcc), load, load: 4 uops; the calls are independent, so
+    # they overlap and only the rename width limits them
+    upc = Machine("skylake-ddr4").profile.get("core.uops_per_cycle")
+    assert 4 / upc <= per_call["v1"] < 4 / upc + 0.05
+
+
+def test_lfence_costs_at_least_its_profile_cycles_per_call(per_call):
+    # SDM: LFENCE executes once every older instruction completed, and nothing younger
+    # before it completes: each call's LFENCE waits for the previous call's array1[x]
+    # and then array2[...] (two dependent L1D hits; the bound load overlaps them), then
+    # takes lfence_cycles; the calls no longer overlap
+    prof = Machine("skylake-ddr4").profile
+    lfence, hit = prof.get("instr.lfence_cycles"), prof.get("cache.l1d.hit_cycles")
+    assert per_call["v1-lfence"] - per_call["v1"] >= lfence
+    assert round(per_call["v1-lfence"]) == 2 * hit + lfence
+
+
+def test_nospec_costs_its_three_uops_and_less_than_lfence(per_call):
+    # cmp, sbb, and take 3 issue slots; their 3-cycle latency before the masked load is
+    # hidden by the next calls, which do not depend on it (no fence)
+    upc = Machine("skylake-ddr4").profile.get("core.uops_per_cycle")
+    assert per_call["v1-nospec"] - per_call["v1"] >= 3 / upc
+    assert per_call["v1-nospec"] < per_call["v1-lfence"]
+
+
+def test_attack_reports_the_gadget_site_and_the_cost():
+    r = spectre.run_gadget("v1-lfence")
+    assert 0 < r["gadget_cycles"] < r["cycles"]
+    assert r["calls"] == spectre.COST_CALLS
+    assert r["mitigation_cycles_per_call"] == r["cycles_per_call"] - r["v1_cycles_per_call"]
+    assert r["cycles_per_call"] == spectre.cycles_per_call("v1-lfence")
+    v1 = spectre.run_gadget("v1")
+    assert v1["mitigation_cycles_per_call"] == 0 and v1["v1_cycles_per_call"] == v1["cycles_per_call"]
