@@ -638,7 +638,8 @@ COMMANDS = {
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
                      _configure_trace, _cmd_trace),
-    "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently",
+    "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently and "
+                       "what its mitigation costs per in-bounds call",
                        _configure_spectre, _cmd_spectre),
     "validate": Command("run the microbenchmarks of docs/hardware.md on their machines' profiles: "
                         "measured against emulated", _configure_validate, _cmd_validate),
