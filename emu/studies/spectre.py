@@ -86,25 +86,29 @@ def calls_program(gadget, calls=COST_CALLS):
     return p
 
 
-def cycles_per_call(gadget, profile="skylake-ddr4", overrides=None, calls=COST_CALLS):
-    """Cycles per in-bounds call of the gadget on a fresh machine with warm caches (the
-    loop run once before; the bound cached, as on a hot path): the gadget site's cycles
-    of the second run over `calls`."""
+def _calls_cycles(gadget, profile, overrides, calls):
+    """The gadget site's cycles of `calls` in-bounds calls on a fresh machine with warm
+    caches (the loop run once before; the bound cached, as on a hot path)."""
     m = _machine(profile, overrides)
     p = calls_program(gadget, calls)
     m.run(p)
     m.reset_stats()
     m.run(p)
-    return m.stats()["sites"]["gadget"]["cycles"] / calls
+    return m.stats()["sites"]["gadget"]["cycles"]
+
+
+def cycles_per_call(gadget, profile="skylake-ddr4", overrides=None, calls=COST_CALLS):
+    """Cycles per in-bounds call of the gadget, warm (see _calls_cycles)."""
+    return _calls_cycles(gadget, profile, overrides, calls) / calls
 
 
 def mitigation_cost(gadget, profile="skylake-ddr4", overrides=None, calls=COST_CALLS):
     """Cycles per in-bounds call of `gadget` and of plain v1 on the same profile, and the
     difference: what barrier_nospec or array_index_nospec costs per call."""
-    mine = cycles_per_call(gadget, profile, overrides, calls)
-    v1 = mine if gadget == "v1" else cycles_per_call("v1", profile, overrides, calls)
-    return {"calls": calls, "cycles_per_call": mine, "v1_cycles_per_call": v1,
-            "mitigation_cycles_per_call": mine - v1}
+    mine = _calls_cycles(gadget, profile, overrides, calls)
+    v1 = mine if gadget == "v1" else _calls_cycles("v1", profile, overrides, calls)
+    return {"calls": calls, "cycles_per_call": mine / calls, "v1_cycles_per_call": v1 / calls,
+            "mitigation_cycles_per_call": (mine - v1) / calls}
 
 
 def run_gadget(gadget, secret=0x5A, profile="skylake-ddr4", overrides=None):
