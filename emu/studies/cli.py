@@ -283,6 +283,14 @@ def _region_list(regions):
     return ", ".join(f"{n} {r['base']:#x}-{r['base'] + r['size_bytes']:#x}" for n, r in regions.items())
 
 
+def _trace_bytes(path):
+    """The total of a progress bar over TraceChunk.bytes_read: the file's size, or None for a
+    .gz (its chunks count decompressed bytes) and for a file that cannot be read (which is
+    iter_trace's error to report)."""
+    known = os.path.isfile(path) and not path.lower().endswith(".gz")
+    return os.path.getsize(path) if known else None
+
+
 def _map_pages(args, machine, fmt):
     """The TracePages of --map-trace, placed in its region (a first pass over the trace), or
     None without mapping."""
@@ -298,9 +306,13 @@ def _map_pages(args, machine, fmt):
     if region is None:
         raise CliError(f"--region {name!r}: profile {machine.profile.name!r} has no such region "
                        f"(regions: {', '.join(machine.regions)})")
-    pages = TracePages()
-    for chunk in iter_trace(args.file, fmt):
-        pages.add(chunk.program.ops)
+    pages, read = TracePages(), 0
+    with progress(desc="mapping pages", enabled=wanted(args), total=_trace_bytes(args.file),
+                  unit="B") as bar:
+        for chunk in iter_trace(args.file, fmt):
+            pages.add(chunk.program.ops)
+            bar.update(chunk.bytes_read - read)
+            read = chunk.bytes_read
     pages.add(addresses=[p.addr for p in args.poison])
     pages.place(region["base"], region["size_bytes"], name)
     pages.region = name
@@ -344,12 +356,8 @@ def _cmd_trace(args):
     pages = _map_pages(args, machine, fmt)
     poisoned = _poison(machine, args, pages)
     start, n_ops, read = machine.cycles, 0, 0
-    # a .gz's chunks count decompressed bytes: the file's size is no total for them; a file
-    # that cannot be read is iter_trace's error to report
-    known = os.path.isfile(args.file) and not args.file.lower().endswith(".gz")
-    total = os.path.getsize(args.file) if known else None
-    with progress(desc=os.path.basename(args.file), enabled=wanted(args), total=total,
-                  unit="B") as bar:
+    with progress(desc=os.path.basename(args.file), enabled=wanted(args),
+                  total=_trace_bytes(args.file), unit="B") as bar:
         for chunk in iter_trace(args.file, fmt):
             _trace_chunk(args, machine, chunk, pages, poisoned)
             n_ops += len(chunk.program)
