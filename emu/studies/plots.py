@@ -73,6 +73,11 @@ def _bar_axes(fig, title, ylabel, groups):
     return ax
 
 
+def _legend(ax):
+    """The legend beside the plot, right of it, where it covers no bar."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
 def _series(groups):
     """The inner keys of `groups`, in order of first appearance."""
     return list(dict.fromkeys(k for inner in groups.values() for k in inner))
@@ -90,7 +95,7 @@ def grouped_bars(fig, title, ylabel, groups: dict[str, dict[str, float]]):
         ys = [inner[s] for inner in groups.values() if inner.get(s) is not None]
         ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], ys, width, label=s, color=f"C{i % 10}")
     if series:
-        ax.legend(fontsize=8)
+        _legend(ax)
     return ax
 
 
@@ -109,5 +114,5 @@ def stacked_bars(fig, title, ylabel, groups: dict[str, dict[str, float]]):
         for x, y in zip(xs, ys):
             bottom[x] += y
     if segments:
-        ax.legend(fontsize=8)
+        _legend(ax)
     return ax
