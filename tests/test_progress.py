@@ -123,3 +123,19 @@ def test_sensitivity_shows_a_bar_over_its_keys_and_the_same_json(capsys, monkeyp
     fake = fake_tty(monkeypatch)
     assert run(capsys, *argv) == plain
     assert "vhost-tx sensitivity" in fake.text
+
+
+def test_map_trace_pass_has_its_own_bar(capsys, monkeypatch, din):
+    plain = run(capsys, "trace", din, "--map-trace")
+    fake = fake_tty(monkeypatch)
+    assert run(capsys, "trace", din, "--map-trace") == plain
+    assert "mapping pages" in fake.text and "bar.din" in fake.text
+    drawn = [line for line in fake.text.replace("\n", "\r").split("\r") if "/24.0k" in line]
+    assert any("mapping pages" in line for line in drawn)   # both passes over the file's
+    assert any("bar.din" in line for line in drawn)         # 24000 bytes
+    fake.parts.clear()
+    run(capsys, "trace", din)   # a din trace is not mapped by default: no first pass
+    assert "bar.din" in fake.text and "mapping pages" not in fake.text
+    fake.parts.clear()
+    run(capsys, "trace", din, "--map-trace", "--quiet")
+    assert fake.text == ""

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -144,27 +145,41 @@ def test_plot_without_matplotlib_is_a_usage_error(capsys, monkeypatch, tmp_path)
     assert not (tmp_path / "plots").exists()
 
 
-def test_plots_are_renamed_only_when_all_succeeded(results, monkeypatch, tmp_path):
-    def render(figure, profile, rs, path):
-        Path(path).write_bytes(b"partial")
-        if profile == "skylake-ddr4":
+class FailingFigure:
+    """A figure whose savefig writes a partial file, then fails for one profile."""
+
+    def __init__(self, profile):
+        self.profile = profile
+
+    def savefig(self, path, format, dpi):
+        with open(path, "wb") as f:
+            f.write(b"partial")
+        if self.profile == "skylake-ddr4":
             raise OSError("disk full")
-    monkeypatch.setattr(validate, "_render", render)
+
+
+def test_plots_are_renamed_only_when_all_succeeded(results, monkeypatch, tmp_path):
+    monkeypatch.setattr(validate, "_render", lambda Figure, profile, rs: FailingFigure(profile))
+    assert "skylake-ddr4" in results and list(results)[-1] != "skylake-ddr4"
     with pytest.raises(OSError):
         validate.write_plots(results, tmp_path, None)
     assert os.listdir(tmp_path) == []
-    monkeypatch.setattr(validate, "_render", lambda figure, profile, rs, path: None)
+    monkeypatch.setattr(validate, "_render", lambda Figure, profile, rs: FailingFigure(None))
     paths = validate.write_plots(results, tmp_path, None)
-    assert sorted(os.listdir(tmp_path)) == sorted(f"validate-{p}.png" for p in results)
-    assert paths == [str(tmp_path / f"validate-{p}.png") for p in results]
+    names = [f"validate-{p}.{ext}" for p in results for ext in ("png", "svg")]
+    assert sorted(os.listdir(tmp_path)) == sorted(names)
+    assert paths == [str(tmp_path / n) for n in names]
 
 
-def test_plot_writes_one_png_per_profile(capsys, tmp_path):
+def test_plot_writes_a_png_and_an_svg_per_profile(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     assert main(["validate", "--only", "persist-ntstore-64B", "--only", "persist-clwb-4096B",
                  "--only", "lfence-throughput", "--plot", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert sorted(os.listdir(tmp_path)) == sorted(f"validate-{p}.png" for p in validate.profiles())
+    assert sorted(os.listdir(tmp_path)) == sorted(f"validate-{p}.{ext}" for p in validate.profiles()
+                                                  for ext in ("png", "svg"))
     for p in validate.profiles():
         assert (tmp_path / f"validate-{p}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert ElementTree.parse(tmp_path / f"validate-{p}.svg").getroot().tag.endswith("svg")
         assert f"plot: {tmp_path / f'validate-{p}.png'}\n" in out
+        assert f"plot: {tmp_path / f'validate-{p}.svg'}\n" in out

@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from emu.machine import EmuFault, Machine, MachineCheck
-from emu.studies import spectre, validate
+from emu.studies import plots, spectre, validate
 from emu.studies.fio import FioError
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios import assumed_keys, metric_values, registry, sensitivity, sensitivity_table
@@ -283,6 +283,14 @@ def _region_list(regions):
     return ", ".join(f"{n} {r['base']:#x}-{r['base'] + r['size_bytes']:#x}" for n, r in regions.items())
 
 
+def _trace_bytes(path):
+    """The total of a progress bar over TraceChunk.bytes_read: the file's size, or None for a
+    .gz (its chunks count decompressed bytes) and for a file that cannot be read (which is
+    iter_trace's error to report)."""
+    known = os.path.isfile(path) and not path.lower().endswith(".gz")
+    return os.path.getsize(path) if known else None
+
+
 def _map_pages(args, machine, fmt):
     """The TracePages of --map-trace, placed in its region (a first pass over the trace), or
     None without mapping."""
@@ -298,9 +306,13 @@ def _map_pages(args, machine, fmt):
     if region is None:
         raise CliError(f"--region {name!r}: profile {machine.profile.name!r} has no such region "
                        f"(regions: {', '.join(machine.regions)})")
-    pages = TracePages()
-    for chunk in iter_trace(args.file, fmt):
-        pages.add(chunk.program.ops)
+    pages, read = TracePages(), 0
+    with progress(desc="mapping pages", enabled=wanted(args), total=_trace_bytes(args.file),
+                  unit="B") as bar:
+        for chunk in iter_trace(args.file, fmt):
+            pages.add(chunk.program.ops)
+            bar.update(chunk.bytes_read - read)
+            read = chunk.bytes_read
     pages.add(addresses=[p.addr for p in args.poison])
     pages.place(region["base"], region["size_bytes"], name)
     pages.region = name
@@ -344,12 +356,8 @@ def _cmd_trace(args):
     pages = _map_pages(args, machine, fmt)
     poisoned = _poison(machine, args, pages)
     start, n_ops, read = machine.cycles, 0, 0
-    # a .gz's chunks count decompressed bytes: the file's size is no total for them; a file
-    # that cannot be read is iter_trace's error to report
-    known = os.path.isfile(args.file) and not args.file.lower().endswith(".gz")
-    total = os.path.getsize(args.file) if known else None
-    with progress(desc=os.path.basename(args.file), enabled=wanted(args), total=total,
-                  unit="B") as bar:
+    with progress(desc=os.path.basename(args.file), enabled=wanted(args),
+                  total=_trace_bytes(args.file), unit="B") as bar:
         for chunk in iter_trace(args.file, fmt):
             _trace_chunk(args, machine, chunk, pages, poisoned)
             n_ops += len(chunk.program)
@@ -534,8 +542,30 @@ def _configure_compare(parser):
                             "kind (e.g. pmem0=dram), or of the one [media.NAME] table of a TOML "
                             "file (repeatable)")
         p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+        p.add_argument("--plot", metavar="DIR",
+                       help="also write DIR/compare-SCENARIO.png and .svg: the metric per "
+                            "variant, one bar per profile (needs matplotlib)")
         _quiet_option(p)
         mod.configure(p)
+
+
+def _plot_figure(directory):
+    """matplotlib's Figure class for --plot DIR, checked before any (slow) run: CliError if
+    DIR is a file or matplotlib is missing (saying how to install it)."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise CliError(f"--plot {directory}: not a directory")
+    try:
+        return plots.matplotlib_figure()
+    except ImportError:
+        raise CliError(f"--plot needs matplotlib: {plots.INSTALL}") from None
+
+
+def _compare_plot(result, directory):
+    """The --plot of compare: per variant one bar per profile; returns the paths written."""
+    n = len(result["variants"]) * len(result["profiles"])
+    fig = plots.figure(width_in=min(4.0 + 0.35 * n, 16.0), height_in=4.5)
+    plots.grouped_bars(fig, result["scenario"], result["metric"], result["variants"])
+    return plots.write_figures(directory, [(f"compare-{result['scenario']}", fig)])
 
 
 def _cmd_compare(args):
@@ -545,6 +575,8 @@ def _cmd_compare(args):
     twice = [p for p in dict.fromkeys(args.profiles) if args.profiles.count(p) > 1]
     if twice:
         raise CliError(f"--profiles: {twice[0]} given twice")
+    if args.plot:
+        _plot_figure(args.plot)
     # every profile and swap is checked before the first (slow) run
     overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
     values = {}
@@ -564,6 +596,7 @@ def _cmd_compare(args):
     resolved = {p: load_profile(p, overrides[p] or None) for p in args.profiles}
     result["profile_files"] = {p: list(r.files) for p, r in resolved.items()}
     result["profile_sources"] = {p: dict(r.sources) for p, r in resolved.items()}
+    paths = _compare_plot(result, args.plot) if args.plot else []
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     base = args.profiles[0]
@@ -572,7 +605,8 @@ def _cmd_compare(args):
     rows = [[k] + [num(variants[k][p]) for p in args.profiles]
             + [num(ratios[k][p]) for p in args.profiles[1:]] for k in labels]
     swaps = f" with --media {', '.join(result['media'])}" if args.media else ""
-    return f"{mod.NAME}: {mod.METRIC} per profile{swaps}\n\n" + _table(header, rows)
+    return (f"{mod.NAME}: {mod.METRIC} per profile{swaps}\n\n" + _table(header, rows)
+            + "".join(f"plot: {p}\n" for p in paths))
 
 
 # ---------------------------------------------------------------------------- spectre
@@ -602,7 +636,8 @@ def _configure_validate(parser):
                         help="only the row(s) of this name (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--plot", metavar="DIR",
-                        help="also write one PNG per profile into DIR (needs matplotlib)")
+                        help="also write DIR/validate-PROFILE.png and .svg per profile "
+                             "(needs matplotlib)")
     parser.epilog = "the rows, their method and the known gaps: docs/validation.md"
 
 
@@ -617,14 +652,7 @@ def _cmd_validate(args):
         if n not in names:
             where = f" of {', '.join(args.profile)}" if args.profile else ""
             raise CliError(f"--only {n}: no such row{where} (rows: {', '.join(names)})")
-    figure = None
-    if args.plot:
-        if os.path.exists(args.plot) and not os.path.isdir(args.plot):
-            raise CliError(f"--plot {args.plot}: not a directory")
-        try:
-            figure = validate.matplotlib_figure()
-        except ImportError:
-            raise CliError("--plot needs matplotlib: pip install 'cacheline-emu[plot]'") from None
+    figure = _plot_figure(args.plot) if args.plot else None
     results = validate.run_rows(validate.select(args.profile, args.only))
     paths = validate.write_plots(results, args.plot, figure) if args.plot else []
     if args.json:

@@ -11,9 +11,7 @@ are now (after a change of the timing model).
 """
 import argparse
 import math
-import os
 import sys
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from emu.machine import Machine
+from emu.studies import plots
 from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_OP, COL_SIZE, FLAG_DEPENDENT, N_COLS, Op
 from isa.program import Program
 
@@ -611,18 +610,12 @@ def table(results):
 
 
 # ---------------------------------------------------------------------------- plots
-def matplotlib_figure():
-    """matplotlib's Figure class, imported only when plotting (ImportError if missing)."""
-    from matplotlib.figure import Figure
-    return Figure
-
-
 COLOURS = {"ok": "tab:green", "gap": "tab:orange", "FAIL": "tab:red"}
 TICKS = (0.25, 0.5, BAND[0], 1, BAND[1], 2, 4)
 
 
-def _render(Figure, profile, rs, path):
-    """One profile's PNG: the ratios as bars from 1 on a log scale over the band; beside
+def _render(Figure, profile, rs):
+    """One profile's figure: the ratios as bars from 1 on a log scale over the band; beside
     them the rows that lie on curves, measured and emulated."""
     rs = [r for r in rs if r.ratio is not None]
     curves = {}
@@ -662,31 +655,14 @@ def _render(Figure, profile, rs, path):
         ax.set_ylabel(cr[0].row.unit)
         ax.set_title("persist latency")
         ax.legend(fontsize=7)
-    fig.savefig(path, format="png", dpi=110)
+    return fig
 
 
 def write_plots(results, directory, Figure):
-    """One PNG per profile in `directory`; all are rendered to temporary files there first
-    and renamed when every one succeeded, so that an error leaves no partial output.
-    Returns the paths written."""
-    os.makedirs(directory, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    done = []
-    try:
-        for profile, rs in results.items():
-            fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".png", dir=directory)
-            os.close(fd)
-            done.append((tmp, os.path.join(directory, f"validate-{profile}.png")))
-            _render(Figure, profile, rs, tmp)
-            os.chmod(tmp, 0o666 & ~umask)   # mkstemp's 0600 is for the temporary file only
-    except BaseException:
-        for tmp, _ in done:
-            os.unlink(tmp)
-        raise
-    for tmp, path in done:
-        os.replace(tmp, path)
-    return [path for _, path in done]
+    """One plot per profile in `directory`, validate-PROFILE.png and .svg, written by
+    plots.write_figures (nothing partial is left on an error). Returns the paths written."""
+    return plots.write_figures(directory, ((f"validate-{profile}", _render(Figure, profile, rs))
+                                           for profile, rs in results.items()))
 
 
 # ---------------------------------------------------------------------------- gaps
