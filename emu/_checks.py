@@ -4,6 +4,7 @@ from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu.state import (
     SC,
+    SCTR,
     ST_FAULT_MCE,
     ST_FAULT_PRIVILEGE,
     ST_FAULT_SMAP,
@@ -190,10 +191,10 @@ def fixup(S, pt, frames, ops, i, ok, res):
     d0, d1, s0, s1 = op_ranges(ops, i)
     res[i] = ops[i, COL_SIZE] - ok
     if S[SC.FAULT] == ST_FAULT_MCE:   # the consuming read reaches the media, then #MC
-        pl.stall_until(S, mside.mem_read(S, S[SC.FAULT_ADDR] >> 6, S[SC.NOW]))
-        S[SC.NOW] += S[TP.MCE]
+        pl.stall_until(S, mside.mem_read(S, S[SC.FAULT_ADDR] >> 6, S[SC.NOW]), SCTR.FAULT)
+        pl.stall_until(S, S[SC.NOW] + S[TP.MCE], SCTR.FAULT)
     else:
-        S[SC.NOW] += S[TP.FAULT_FIXUP]
+        pl.stall_until(S, S[SC.NOW] + S[TP.FAULT_FIXUP], SCTR.FAULT)
     if _zero_tail(S, ops, i, d0, d1):
         _zero_fill(S, pt, frames, d0 + ok, d1 - d0 - ok)
     S[SC.FAULT] = ST_OK

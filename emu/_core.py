@@ -5,7 +5,7 @@ from emu import _fast as fast
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu import _speculation as spec
-from emu.state import SC, ST_OK, TP
+from emu.state import SC, SCTR, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
     COL_FLAGS,
@@ -66,7 +66,8 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             ok = ck.precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out)
             if ok < 0:
                 return
-        S[SC.OPS] += 1
+        if op != Op.SITE:   # a site's ops are the program's, not the profiler's marks
+            S[SC.OPS] += 1
         if HOLDS_ROB[ix(op)]:
             pl.rob_gate(S, 1 if op == Op.LOAD else 0)
         if op == Op.LOAD:
@@ -99,11 +100,12 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             S[SC.AC] = 1 if op == Op.STAC else 0
             if S[TP.SMAP]:
                 if S[TP.STAC_SERIAL]:
-                    pl.drain_window(S)
-                S[SC.NOW] += S[TP.STAC] if op == Op.STAC else S[TP.CLAC]
+                    pl.drain_window(S, SCTR.SMAP)
+                pl.stall_until(S, S[SC.NOW] + (S[TP.STAC] if op == Op.STAC else S[TP.CLAC]),
+                               SCTR.SMAP)
         elif op == Op.REP_MOVSB or op == Op.NT_COPY or op == Op.CAREFUL_COPY:
             if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
-                pl.stall_until(S, S[SC.DEP_READY])
+                pl.stall_until(S, S[SC.DEP_READY], SCTR.DEPENDENCY)
             hd.copy(S, pt, frames, op, addr, ops[i, COL_SRC], ok)
         elif op == Op.WORK:
             # the program's non-memory work is one chain: it goes on where the last WORK
@@ -119,7 +121,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
                 hd.write_memory(S, pt, frames, ops, data, i, addr, size)
         elif op == Op.SITE:
             pl.site_close(S, S[SC.NOW])
-            S[SC.SITE] = ops[i, COL_IMM]
+            S[SC.SITE] = S[MS.TAG] = ops[i, COL_IMM]
         elif op == Op.BRANCH:
             i += spec.branch(S, pt, frames, ops, i)
         elif op == Op.PEER_WRITE:

@@ -69,6 +69,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
     ml1, ms1, mb1 = -1, 0, 0
     start = i
     lhits, shits = 0, 0
+    # dispatch's waits for the window, the store buffer and fill buffers (pl.charge)
+    site_start, w_window, w_sb, w_lfb = S[SC.SITE_START], 0, 0, 0
     while i < n:
         op = ops[ix(i), COL_OP]
         flags = ops[ix(i), COL_FLAGS]
@@ -99,8 +101,10 @@ def plain_run(S, pt, frames, ops, data, i, n):
             break
         if i + PF_AHEAD < n:
             host_prefetch_op(S, ops, i + PF_AHEAD)
+        t0 = now
         now, rh, rc = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, now, seq,
                                     lseq + (op == Op.LOAD), rh, rc)
+        w_window += pl.waited(t0, now, site_start)
         t0 = now
         if op == Op.LOAD and flags and dep > t0:
             t0 = dep
@@ -116,6 +120,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
         else:
             S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
             ready, wait = hier.demand_miss(S, line, t0, K_LOAD if op == Op.LOAD else K_STORE)
+            w_lfb += pl.waited(now, wait, site_start)
             now, stamp = max(now, wait), S[cm.LV_AT + cm.LV.STAMP]
             ml1, ms1, mb1 = ml0, ms0, mb0
             ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
@@ -123,13 +128,17 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if op == Op.LOAD:
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             dep = ready
+            before = now
             now, rh, rc, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, ready, now, seq,
                                               lseq, rh, rc, dmax)
+            w_window += pl.waited(before, now, site_start)
             lseq += 1
         else:
             # t0: the cycle the store issued, before a miss's stall (pl.commit_at)
+            before = now
             now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, dmax, sl + commit),
                                               now, sh, sc, sl, end)
+            w_sb += pl.waited(before, now, site_start)
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             if functional:
                 hd.store_data(S, pt, frames, ops, data, i, addr, size)
@@ -147,4 +156,5 @@ def plain_run(S, pt, frames, ops, data, i, n):
     cm.count(S, 0, cm.CC.LOAD_HITS, lhits)
     cm.count(S, 0, cm.CC.STORE_HITS, shits)
     cm.remember_l1(S, ml0, ms0, mb0)
+    pl.site_stalls(S, w_window, w_sb, w_lfb)
     return i

@@ -1,6 +1,6 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
 from emu import _pipeline as pl
-from emu.state import SC, TP
+from emu.state import SC, SCTR, TP
 from isa.ops import COL_DATA, COL_IMM, Op
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
@@ -24,11 +24,11 @@ def load(S, addr, size, dependent):
     first = addr >> 6
     last = (addr + size - 1) >> 6
     done, wait = hier.demand(S, first, t0, K_LOAD)
-    pl.stall_until(S, wait)
+    pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     if last != first:
         got, wait = hier.demand(S, last, t0, K_LOAD)
         done = max(done, got)
-        pl.stall_until(S, wait)
+        pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     pl.issue(S, 1)
     S[SC.DEP_READY] = done
     pl.rob_push(S, done)
@@ -41,10 +41,10 @@ def store_line(S, line, n):
     the line is owned and the stores have retired)."""
     t0 = S[SC.NOW]
     ready, wait = hier.demand(S, line, t0, K_STORE)
-    pl.stall_until(S, wait)
+    pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     at = max(ready, t0 + 1, S[SC.DONE_MAX])   # pl.commit_at as of its dispatch at t0
     for _ in range(n):
-        pl.sb_push(S, max(at, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+        pl.sb_push(S, max(at, S[SC.SB_LAST] + S[TP.STORE_COMMIT]), SCTR.STORE_BUFFER)
 
 
 @inlined
@@ -62,7 +62,7 @@ def locked_rmw(S, addr, size):
     """LOCK-prefixed read-modify-write (LOCK ADD, XCHG, CMPXCHG) of [addr, addr+size): a full
     barrier (older ops complete and the store buffer drains first: SDM Vol.3A §11.10), the
     line owned, then the measured latency; younger ops wait for it."""
-    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]))
+    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     S[SC.ROB_COUNT] = 0
     t0 = S[SC.NOW]
     ready = hier.demand(S, addr >> 6, t0, K_STORE)[0]
@@ -70,17 +70,17 @@ def locked_rmw(S, addr, size):
         ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE)[0])
     done = max(ready, t0 + S[TP.LOCK_RMW])
     pl.issue(S, 1)
-    pl.stall_until(S, done)
+    pl.stall_until(S, done, SCTR.FENCE)
     S[SC.DEP_READY] = done
     S[SC.DONE_MAX] = max(S[SC.DONE_MAX], done)
-    pl.sb_push(S, max(done, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+    pl.sb_push(S, max(done, S[SC.SB_LAST] + S[TP.STORE_COMMIT]), SCTR.STORE_BUFFER)
 
 
 @inlined
 def movnt(S, addr, size, r):
     """A non-temporal store: it commits like a store, into a write-combining buffer (waiting
     for one to be free); a full store buffer stalls dispatch."""
-    pl.sb_push(S, wcb.movnt_bytes(S, addr, size, r, pl.commit_at(S)))
+    pl.sb_push(S, wcb.movnt_bytes(S, addr, size, r, pl.commit_at(S)), SCTR.STORE_BUFFER)
 
 
 @inlined
@@ -113,7 +113,7 @@ def flush(S, line, kind, r):
         if dirty:  # CLFLUSH is ordered with stores: durable once done (PMDK drains no fence)
             done = max(done, mside.mem_write(S, r, line, FULL_MASK, start, PK_NOW))
         S[SC.CLFLUSH_CHAIN] = done
-        pl.sb_push(S, done)
+        pl.sb_push(S, done, SCTR.FLUSH)
     else:
         start = max(now, S[SC.FLUSH_UNIT])
         cost = S[TP.CLWB] if kind == Op.CLWB else S[TP.CLFLUSHOPT]
@@ -123,7 +123,7 @@ def flush(S, line, kind, r):
             done = max(done, mside.mem_write(S, r, line, FULL_MASK, start, PK_FENCED))
         if done > S[MS.WB_PENDING]:
             S[MS.WB_PENDING] = done
-        pl.sb_push(S, start + cost)
+        pl.sb_push(S, start + cost, SCTR.FLUSH)
     pl.issue(S, 1)
 
 
@@ -151,29 +151,38 @@ def flush_range(S, pt, frames, addr, size, kind):
             persist.persist_queue(S, pt, frames, page, row)
 
 
+@inlined
+def fence_cost(S, cycles):
+    """A fence's own execution time, after what it waited for."""
+    pl.stall_until(S, S[SC.NOW] + cycles, SCTR.FENCE)
+
+
 @compiled
 def sfence(S):
     """Older NT stores and flushes reach the memory side first: once the store buffer has
     committed them into WC buffers and the flush machinery, those drain."""
     t = max(S[SC.NOW], S[SC.SB_LAST])
-    pl.stall_until(S, max(wcb.wc_drain_all(S, t), S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]))
-    S[SC.NOW] += S[TP.SFENCE]
+    wc = wcb.wc_drain_all(S, t)
+    # the wait for write-backs is the flushes' (their cost), the rest the fence's
+    pl.stall_until(S, max(S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]), SCTR.FLUSH)
+    pl.stall_until(S, wc, SCTR.FENCE)
+    fence_cost(S, S[TP.SFENCE])
 
 
 @compiled
 def lfence(S):
     """SDM: it executes once every older instruction has completed locally, and nothing
     younger executes before it completes (stores need not have committed)."""
-    pl.drain_window(S)
-    S[SC.NOW] += S[TP.LFENCE]
+    pl.drain_window(S, SCTR.FENCE)
+    fence_cost(S, S[TP.LFENCE])
 
 
 @compiled
 def mfence(S):
-    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]))
+    pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     sfence(S)
     S[SC.ROB_COUNT] = 0
-    S[SC.NOW] += S[TP.MFENCE] - S[TP.SFENCE]
+    fence_cost(S, S[TP.MFENCE] - S[TP.SFENCE])
 
 
 @compiled
@@ -221,7 +230,7 @@ def copy(S, pt, frames, op, dst, src, n):
             if sl != prev_src:
                 got, wait = hier.demand(S, sl, t0, K_LOAD)
                 ready = max(ready, got)
-                pl.stall_until(S, wait)
+                pl.stall_until(S, wait, SCTR.FILL_BUFFER)
                 prev_src = sl
                 if op != Op.REP_MOVSB:  # the loop's other 8-byte loads of this line hit L1
                     cm.count(S, 0, cm.CC.LOAD_HITS, max(0, min(words, 8) - 1))
@@ -232,12 +241,12 @@ def copy(S, pt, frames, op, dst, src, n):
         if op == Op.NT_COPY:
             acc = wcb.movnt_bytes(S, d, k, r, pl.commit_at(S))
             for _ in range(words):   # one MOVNTI each
-                pl.sb_push(S, max(acc, S[SC.SB_LAST] + S[TP.STORE_COMMIT]))
+                pl.sb_push(S, max(acc, S[SC.SB_LAST] + S[TP.STORE_COMMIT]), SCTR.STORE_BUFFER)
             pl.issue(S, words * (1 + S[TP.MOVNT]))
         elif op == Op.REP_MOVSB:
             if nrfo and k == 64:
                 hier.own_line(S, line, t0)
-                pl.sb_push(S, pl.commit_at(S))
+                pl.sb_push(S, pl.commit_at(S), SCTR.STORE_BUFFER)
             else:
                 store_line(S, line, 1)
             f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64

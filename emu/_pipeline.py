@@ -30,14 +30,40 @@ def issue(S, uops):
 
 
 @inlined
-def stall_until(S, t):
-    if t > S[SC.NOW]:
-        S[SC.NOW] = t
+def _site_count(S, counter, n):
+    S[ix(S[EH.SITE_CTR] + S[SC.SITE] * N_SCOUNT + counter)] += n
 
 
 @inlined
-def _site_count(S, counter, n):
-    S[ix(S[EH.SITE_CTR] + S[SC.SITE] * N_SCOUNT + counter)] += n
+def charge(S, cause, before):
+    """Charge dispatch's wait since cycle `before` (up to SC.NOW) to the stall `cause` (an
+    SCTR column) of the current site: the part after the site began, which the previous
+    site's wait for its own ops may have covered (site_close)."""
+    d = waited(before, S[SC.NOW], S[SC.SITE_START])
+    if d > 0:
+        _site_count(S, cause, d)
+
+
+@inlined
+def waited(before, now, site_start):
+    """charge()'s cycles in registers: dispatch's wait from `before` to `now`, within the site."""
+    return max(now - max(before, site_start), 0)
+
+
+@inlined
+def site_stalls(S, window, store_buffer, fill_buffer):
+    """Charge the waits _plain_run counted in registers to the current site."""
+    _site_count(S, SCTR.WINDOW, window)
+    _site_count(S, SCTR.STORE_BUFFER, store_buffer)
+    _site_count(S, SCTR.FILL_BUFFER, fill_buffer)
+
+
+@inlined
+def stall_until(S, t, cause):
+    if t > S[SC.NOW]:
+        before = S[SC.NOW]
+        S[SC.NOW] = t
+        charge(S, cause, before)
 
 
 @inlined
@@ -77,9 +103,11 @@ def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
 @inlined
 def rob_gate(S, loads):
     """The gate before an op that takes `loads` load-buffer entries."""
+    before = S[SC.NOW]
     S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT] = rob_gate_v(
         S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[SC.NOW],
         S[SC.UOP_SEQ], S[SC.LSEQ] + loads, S[SC.ROB_HEAD], S[SC.ROB_COUNT])
+    charge(S, SCTR.WINDOW, before)
 
 
 @inlined
@@ -108,15 +136,17 @@ def rob_push(S, done):
 @inlined
 def rob_push_at(S, done, seq):
     """rob_push of the uop numbered `seq` (a part of a WORK chain dispatched earlier)."""
+    before = S[SC.NOW]
     S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
         S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], done, S[SC.NOW],
         seq, S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX])
+    charge(S, SCTR.WINDOW, before)
 
 
 @inlined
-def drain_window(S):
+def drain_window(S, cause):
     """Everything older has completed and retired (a fence, a locked op)."""
-    stall_until(S, S[SC.DONE_MAX])
+    stall_until(S, S[SC.DONE_MAX], cause)
     S[SC.ROB_COUNT] = 0
 
 
@@ -132,9 +162,11 @@ def work(S, cycles, start):
     has room, and fences and stores wait for the chain's end."""
     # all of them take issue slots; the last `rob` dispatch once the ones before them
     # have completed (at start + early), and are held in the window as WORK_PARTS entries
+    before = S[SC.NOW]
     issue(S, cycles)
+    charge(S, SCTR.WORK, before)
     early = max(cycles - S[TP.ROB], 0)
-    stall_until(S, start + early)
+    stall_until(S, start + early, SCTR.WORK)
     rest = cycles - early
     first = S[SC.UOP_SEQ] - rest   # the sequence number of the first of them
     for k in range(WORK_PARTS):
@@ -170,10 +202,14 @@ def commit_at(S):
 
 
 @inlined
-def sb_push(S, drain):
+def sb_push(S, drain, cause):
+    """sb_push_v in S; a full store buffer's stall is charged to `cause`: STORE_BUFFER, or
+    FLUSH when the entry is a flush."""
+    before = S[SC.NOW]
     S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sb_push_v(
         S, S[TP.SB], S[EH.SB], drain, S[SC.NOW], S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST],
         S[SC.END])
+    charge(S, cause, before)
 
 
 @compiled
@@ -184,11 +220,16 @@ def site_close(S, t):
     unretired instruction sees them, not the next site's."""
     t = max(t, S[SC.DONE_MAX], S[SC.SITE_START])
     _site_count(S, SCTR.CYCLES, t - S[SC.SITE_START])
+    _site_count(S, SCTR.RETIRE_WAIT, t - max(S[SC.NOW], S[SC.SITE_START]))
     _site_count(S, SCTR.OPS, S[SC.OPS] - S[SC.SITE_OPS])
     _site_events(S, SCTR.L1D_MISSES, MS.L1D_MISSES, SC.SITE_L1D_MISSES)
     _site_events(S, SCTR.LLC_MISSES, MS.LLC_MISSES, SC.SITE_LLC_MISSES)
     _site_events(S, SCTR.MEDIA_READS, MS.MEDIA_READS, SC.SITE_MEDIA_READS)
     _site_events(S, SCTR.MEDIA_WRITES, MS.MEDIA_WRITES, SC.SITE_MEDIA_WRITES)
+    _site_events(S, SCTR.L1D_STORE_MISSES, MS.L1D_STORE_MISSES, SC.SITE_L1D_STORE_MISSES)
+    _site_events(S, SCTR.LLC_STORE_MISSES, MS.LLC_STORE_MISSES, SC.SITE_LLC_STORE_MISSES)
+    _site_events(S, SCTR.L1D_PENDING, MS.L1D_PENDING, SC.SITE_L1D_PENDING)
+    _site_events(S, SCTR.LLC_PENDING, MS.LLC_PENDING, SC.SITE_LLC_PENDING)
     S[SC.SITE_START] = t
     S[SC.SITE_OPS] = S[SC.OPS]
 

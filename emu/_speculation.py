@@ -1,7 +1,7 @@
 """Branches and the transient window of a misprediction (Spectre v1 and its barriers)."""
 from emu import _checks as ck
 from emu import _pipeline as pl
-from emu.state import SC, ST_OK, TP
+from emu.state import SC, SCTR, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
     COL_FLAGS,
@@ -106,5 +106,5 @@ def branch(S, pt, frames, ops, i):
     if predicted != inside:
         if predicted:
             transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
-        S[SC.NOW] = max(S[SC.NOW], resolve) + S[TP.MISPREDICT]
+        pl.stall_until(S, max(S[SC.NOW], resolve) + S[TP.MISPREDICT], SCTR.MISPREDICT)
     return 0 if inside else body

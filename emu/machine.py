@@ -30,11 +30,12 @@ from isa.ops import (
 from isa.program import EFAULT, Program, ProgramError, Ret, remap_sites
 from memmodel import cache as cm
 from memmodel import media as md
+from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import memory as mm
 from memmodel import tables
 from memmodel._persist import PQ_ENTRIES
-from memmodel.layout import MS, Layout
+from memmodel.layout import MS, MT, Layout
 from memmodel.prefetch import stream
 from memmodel.profile import check_regions, load_profile
 
@@ -46,6 +47,11 @@ COMPILE_SECONDS = {}
 COLD_COMPILE_SECONDS = 60
 
 _compile_checked = False   # the notice is considered once per process
+
+#: Objects told of every new Machine (emu.profiler.capture): each has `hot_lines`, the
+#: hot-line table a machine made while it watches keeps, and `add(machine)`.
+OBSERVERS = []
+MAX_HOT_LINES = 1 << 22
 
 
 def _core_cached(S, pt, frames):
@@ -200,12 +206,16 @@ def _check_machine_args(regions, **args):
     for name in ("functional", "smap"):
         if not isinstance(args[name], (bool, np.bool_)):
             raise TypeError(f"Machine({name}=...) must be True or False, not {args[name]!r}")
-    for name in ("node", "seed", "memory_limit_bytes"):
+    for name in ("node", "seed", "memory_limit_bytes", "hot_lines"):
         v = args[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
     if args["memory_limit_bytes"] < 0:
         raise ValueError(f"Machine(memory_limit_bytes={args['memory_limit_bytes']}): negative")
+    h = args["hot_lines"]
+    if not 0 <= h <= MAX_HOT_LINES or h & (h - 1):
+        raise ValueError(f"Machine(hot_lines={h}): not a power of two up to {MAX_HOT_LINES} "
+                         "(or 0)")
     if not 0 <= args["seed"] < 1 << 63:
         raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
     nodes = sorted({0} | {r["node"] for r in regions})
@@ -225,11 +235,14 @@ class Machine:
     memory_limit_bytes: the most functional memory (4 KiB frames of touched pages) the
         machine may hold; an op or write needing more is refused (MemoryLimitFault /
         memmodel.memory.MemoryLimit) before anything is allocated.
+    hot_lines: rows of the hot-line table (a power of two; 0: none), which counts the
+        demand misses of every line for run_profile(); inside emu.profiler.capture() a
+        machine keeps one of the capture's size.
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
                  functional=True, smap=False, node=0, seed=0, mode="kernel",
-                 memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES):
+                 memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -238,8 +251,10 @@ class Machine:
         media_ids = {n: i for i, n in enumerate(self.media_names)}
         regions = v["region"] if regions is None else check_regions(regions, media_ids, "regions")
         regions = sorted(regions, key=lambda r: r["base"])
+        if hot_lines is None:
+            hot_lines = max((o.hot_lines for o in OBSERVERS), default=0)
         _check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
-                            memory_limit_bytes=memory_limit_bytes)
+                            memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
         self.memory_limit_bytes = int(memory_limit_bytes)
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
@@ -250,11 +265,13 @@ class Machine:
         md.add_sections(self.layout, media)
         mm.add_sections(self.layout, regions)
         stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
+        hot.add_sections(self.layout, hot_lines, len(regions))
         self.S = self.layout.build()
         st.init_sections(self.S, v, smap)
         tables.init_sections(self.layout, self.S, v, functional, node)
         cm.init_sections(self.layout, self.S, levels, seed)
         stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
+        hot.init_sections(self.layout, self.S, hot_lines)
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
         self.pt, self.frames = mm.init_sections(
             self.layout, self.S, regions, media_ids,
@@ -270,6 +287,8 @@ class Machine:
         #: plain loads and stores run in the core's register-resident path; False sends
         #: every op through the general path (same results: tests/test_fast_path.py)
         self.plain_path = True
+        for o in OBSERVERS:
+            o.add(self)
 
     # ------------------------------------------------------------------ running
     @property
@@ -497,6 +516,7 @@ class Machine:
         (RunResult.cycles gives one run's own cycles)."""
         for name in _COUNTER_SECTIONS:
             self.layout.view(self.S, name)[...] = 0
+        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""
@@ -514,6 +534,14 @@ class Machine:
                  for i, n in enumerate(self.site_names)}
         return {"cycles": self.cycles, "seconds": self.cycles / (self.freq_ghz * 1e9),
                 "levels": levels, "media": media, "regions": regions, "sites": sites}
+
+    def run_profile(self):
+        """emu.profiler.RunProfile of what this machine ran since it was made or reset_stats():
+        cycles, stall causes and events per site (per source line with
+        isa.program.record_lines), misses per region, and, with a hot-line table
+        (Machine(hot_lines=N)), the lines that missed most."""
+        from emu.profiler import RunProfile
+        return RunProfile.of(self)
 
     def state_hash(self, h=None):
         """sha256 (updated into `h` if given) over every section of the model's state, by

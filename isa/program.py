@@ -3,6 +3,9 @@
 Single-op methods are sugar; `loads`, `stores` and `extend` take whole arrays.
 Operands are validated here so that the compiled core never sees a malformed op.
 """
+import contextlib
+import os
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,6 +32,35 @@ from isa.ops import (
 )
 
 EFAULT = 14
+
+# Profiling by source line (record_lines): the site of an op is then its function and the
+# line of Python that emitted it, "FUNCTION @ FILE:LINE".
+LINE_SEP = " @ "
+_RECORD_LINES = [False]
+_BUILDER_FILES = {os.path.abspath(__file__), os.path.abspath(contextlib.__file__)}
+
+
+@contextmanager
+def record_lines():
+    """Programs made inside the block attribute each op to the source line that emitted it
+    (the first caller outside this module), as site "FUNCTION @ FILE:LINE", so that a
+    profile points at the line of a kernel path that missed. It adds a SITE op where the
+    line changes, which changes no timing (tests/test_profiler.py); an op that reads the
+    previous op's value (load_indexed) and the body of a branch keep the line before them,
+    since a SITE between would change what the core executes."""
+    _RECORD_LINES.append(True)
+    try:
+        yield
+    finally:
+        _RECORD_LINES.pop()
+
+
+def _caller_line():
+    """(file, line) of the innermost frame outside the builder."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename in _BUILDER_FILES:
+        f = f.f_back
+    return ("?", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
 
 
 @dataclass(frozen=True)
@@ -101,6 +133,10 @@ class Program:
         self.site_names = []
         self._site_ids = {}
         self._function_stack = []
+        self._lines = _RECORD_LINES[-1]
+        self._function = "(none)"    # with _lines: the function of the next op's site
+        self._line_site = None       # ... and the site of the last op
+        self._no_line = 0            # ... inside a branch body: no new site
 
     def __len__(self):
         return self._n
@@ -129,6 +165,8 @@ class Program:
             name = f"op {self._n} ({Op(op).name.lower()})"
             operands = [_int(name, what, v) for what, v in
                         zip(("address", "size", "source", "operand", "flags"), operands)]
+        if self._lines and op != Op.SITE and not self._no_line and not flags & FLAG_INDEXED:
+            self._at_line()
         self._reserve(1)
         row = self._ops[self._n]
         row[COL_OP] = op
@@ -320,7 +358,12 @@ class Program:
         """`with p.guarded(i, n): ...` emits a branch whose body is the ops emitted inside."""
         at = self._n
         self.branch(index, limit, 0, predict_in, dependent)
-        yield self
+        at = self._n - 1   # a SITE op may have come before the branch
+        self._no_line += 1
+        try:
+            yield self
+        finally:
+            self._no_line -= 1
         self._ops[at, COL_IMM] = self._n - at - 1
 
     def index_mask(self, index, limit, dependent=False):
@@ -331,25 +374,48 @@ class Program:
         return self._emit(Op.INDEX_MASK, index, limit,
                           flags=FLAG_DEPENDENT if dependent else 0)
 
-    def site(self, name):
-        """Attribute the following ops to the function `name` in the profiler."""
+    def _site_op(self, name):
         sid = self._site_ids.get(name)
         if sid is None:
             sid = self._site_ids[name] = len(self.site_names)
             self.site_names.append(name)
         return self._emit(Op.SITE, imm=sid)
 
+    def _at_line(self):
+        """With record_lines: a SITE op if the next op's function or line is not the last's."""
+        file, line = _caller_line()
+        name = f"{self._function}{LINE_SEP}{file}:{line}"
+        if name != self._line_site:
+            self._line_site = name
+            self._site_op(name)
+
+    def _enter(self, name):
+        if self._lines:
+            self._function = name   # its SITE comes with its first op
+        else:
+            self._site_op(name)
+
+    def site(self, name):
+        """Attribute the following ops to the function `name` in the profiler (with
+        record_lines: at the line of this call until an op's line differs)."""
+        if not self._lines:
+            return self._site_op(name)
+        self._function = name
+        self._line_site = None
+        self._at_line()
+        return self
+
     @contextmanager
     def function(self, name):
         """Attribute the ops emitted inside the block to site `name` (a kernel function), then
         to the enclosing function's site again ("(none)" outside every function)."""
         self._function_stack.append(name)
-        self.site(name)
+        self._enter(name)
         try:
             yield self
         finally:
             self._function_stack.pop()
-            self.site(self._function_stack[-1] if self._function_stack else "(none)")
+            self._enter(self._function_stack[-1] if self._function_stack else "(none)")
 
     @contextmanager
     def loop(self, name):
@@ -374,6 +440,8 @@ class Program:
         if not 1 <= _int(op.name.lower(), "size", size) <= 64:
             raise ProgramError(f"{op.name.lower()}: size {size} not in 1..64")
         k = len(addrs)
+        if self._lines and not self._no_line:
+            self._at_line()
         self._reserve(k)
         rows = self._ops[self._n:self._n + k]
         rows[:] = 0

@@ -4,9 +4,10 @@ prefetch fills and another core's accesses (memmodel.cache is one level).
 A demand access enters at `demand` (L1) and returns the cycle its data is ready; a miss
 takes a line fill buffer (`demand_miss` returns when one is free, the caller stalls issue
 until then), walks the levels below and fills every level above the hit, or reads the
-media. The events that sites count (L1 and LLC misses, media reads and writes) are
-running totals in ms; the core attributes them to sites.
+media. The events that sites count (L1 and LLC misses, media reads and writes, the cycles
+a miss was outstanding) are running totals in ms; the core attributes them to sites.
 """
+from memmodel import _hotlines as hot
 from memmodel import _memside as mside
 from memmodel import cache as cm
 from memmodel import memory as mm
@@ -209,6 +210,30 @@ def demand(S, line, t0, kind):
     return demand_miss(S, line, t0, kind)
 
 
+@inlined
+def _pending(S, cycles, end, t0, done):
+    """Add the part of [t0, done) not yet covered to the cycles a miss was outstanding (the
+    union of the misses' intervals, as they are issued in order)."""
+    if done > max(t0, S[end]):
+        S[cycles] += done - max(t0, S[end])
+        S[end] = done
+
+
+@inlined
+def _miss_events(S, line, t0, done, store, llc):
+    """The profiler's events of a demand L1D miss outstanding over [t0, done) that also
+    missed the LLC if `llc`."""
+    if store:
+        S[MS.L1D_STORE_MISSES] += 1
+    _pending(S, MS.L1D_PENDING, MS.L1D_MISS_END, t0, done)
+    if llc:
+        if store:
+            S[MS.LLC_STORE_MISSES] += 1
+        _pending(S, MS.LLC_PENDING, MS.LLC_MISS_END, t0, done)
+    if S[MT.HOT_CAP]:
+        hot.record(S, line, store, llc)
+
+
 @compiled
 def demand_miss(S, line, t0, kind):
     """demand() of a line that is not in L1."""
@@ -218,6 +243,7 @@ def demand_miss(S, line, t0, kind):
     wait = 0
     if S[ix(S[MH.LFB] + i)] > t0:
         t0 = wait = S[ix(S[MH.LFB] + i)]
+    llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
         done, shared = walk(S, line, t0, 1, kind)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
@@ -231,6 +257,7 @@ def demand_miss(S, line, t0, kind):
         spec = spec_flag(S, True)
         shared = 0
     S[ix(S[MH.LFB] + i)] = done
+    _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before)
     i0 = cm.set_start(S, 0, line)
     cm.remember_l1(S, line, i0, install(S, 0, i0, line, done,
                                          (cm.F_DIRTY if kind == K_STORE else 0) | spec
@@ -253,6 +280,8 @@ def own_line(S, line, t):
         cm.touch(S, 0, i0, b)
         return
     cm.count(S, 0, cm.CC.STORE_MISSES, 1)
+    S[MS.L1D_MISSES] += 1
+    _miss_events(S, line, t, t, True, False)   # a miss that reads nothing: no time pending
     for lvl in range(1, S[MT.LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:

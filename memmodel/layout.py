@@ -55,18 +55,22 @@ LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 # (memmodel._hierarchy), write-combining buffers (memmodel._wc), per-region counters
 # (memmodel._memside) and the way to the persistence domain (memmodel._persist).
 MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM LFB WC "
-            "REGION_CTR PQ PEND")
+            "REGION_CTR PQ PEND HOT HOT_REGION")
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
 # cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
 # core's NUMA node, functional memory, the L1 and L2 prefetcher ids and the stream
-# prefetcher's reach, the numbers of line fill and write-combining buffers.
-_MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB WC"
+# prefetcher's reach, the numbers of line fill and write-combining buffers, the entries of
+# the hot-line table (0: none kept).
+_MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB WC HOT_CAP"
 # ms: the memory side's scalars: the stamp of media and WC use, whether accesses are
 # transient, the persistence queue's count and the pending ring's head and count, when the
 # last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
-# write is accepted (MEM_END), and running totals of the events sites count.
+# write is accepted (MEM_END), running totals of the events sites count (with the end of
+# the demand misses outstanding, *_MISS_END), the caller's tag of the accesses (its site,
+# for the hot-line table of memmodel._hotlines), its rows used and the misses it had no room for.
 _MS = ("MEM_STAMP SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
-       "MEDIA_READS MEDIA_WRITES")
+       "MEDIA_READS MEDIA_WRITES L1D_STORE_MISSES LLC_STORE_MISSES L1D_PENDING LLC_PENDING "
+       "L1D_MISS_END LLC_MISS_END TAG HOT_USED HOT_DROPPED")
 MM = Block(MH, (("l1_memo", len(MEMO)), ("lv", LV_ROWS * len(LV)), ("mt", len(_MT.split())),
                 ("ms", len(_MS.split()))))
 L1_MEMO_AT = MM.at("l1_memo")

@@ -10,6 +10,7 @@ import argparse
 
 import numpy as np
 
+from emu import profiler
 from emu.machine import Machine
 from emu.studies.progress import progress, wanted
 from kernels.memcpy_study import BUFFER_BYTES, COPIES_PER_BUFFER, COPY_BYTES, study_program
@@ -60,6 +61,7 @@ def _regions(m, remote):
 
 
 def run_variant(profile, overrides, variant, rounds):
+    profiler.label(variant)
     copy, placement = variant.split(",")
     m = Machine(profile, overrides)
     dst, src = _regions(m, placement == "numa=remote")

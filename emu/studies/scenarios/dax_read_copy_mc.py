@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from emu import profiler
 from emu.machine import MachineCheck
 from emu.studies.fio import (
     FioError,
@@ -81,6 +82,7 @@ def _rig(profile, overrides, copy_mc, file_size, bs):
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
+    profiler.label(variant)
     check_job_options(bs, ios, file_size)
     per_socket = math.ceil(jobs / sockets(profile, overrides))
     shared = job_overrides(profile, overrides, per_socket)
@@ -108,6 +110,7 @@ def _check_poison(offset, file_size):
 def poison_check(profile, overrides, variant, bs, offset, file_size):
     """Poison the file's byte `offset` and read its block: what the read returns, whether
     the bytes before the poisoned line arrived intact, and what a plain memcpy does."""
+    profiler.label(f"{variant} (poison check)")
     _check_poison(offset, file_size)
     m, f, buf, ranges, data_start, _ = _rig(profile, overrides, VARIANTS[variant],
                                             -(-file_size // 4096) * 4096, bs)

@@ -17,6 +17,7 @@ and one job are assumed. No profile value is chosen to meet the published figure
 
 import numpy as np
 
+from emu import profiler
 from emu.machine import Machine
 from emu.studies.fio import (
     FioError,
@@ -89,6 +90,7 @@ def build(profile, overrides, variant, file_size):
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
+    profiler.label(variant)
     check_job_options(bs, ios, file_size)
     overrides = job_overrides(profile, overrides, jobs)
     m, f, user, pmem_media = build(profile, overrides, variant, -(-file_size // 4096) * 4096)

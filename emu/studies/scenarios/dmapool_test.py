@@ -10,6 +10,7 @@ work of each call is a declared cost, the same in every variant ([software] dma_
 page allocation in the first round is not modelled. docs/scenarios.md gives no published figure:
 the emulator predicts.
 """
+from emu import profiler
 from emu.machine import Machine
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import int_in
@@ -46,6 +47,7 @@ def kernel_base(m):
 
 def run_row(profile, overrides, variant, parms, rounds):
     """Emulated microseconds of `rounds` rounds of one row, and the pool's page count."""
+    profiler.label(variant)
     m = Machine(profile, overrides or None)
     pool = dmapool.DmaPool(variant, *parms, kernel_base(m))
     blocks = dmapool.nr_blocks(parms[0])

@@ -18,6 +18,7 @@ kept full by the guest, a polling guest (no eventfd signal). Metric `mpps`, with
 published figure: the emulator predicts.
 """
 
+from emu import profiler
 from emu.machine import Machine
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios.common import functions_table, int_in, with_user_region
@@ -111,6 +112,7 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
 
 
 def run_variant(profile, overrides, variant, packets, pkt_bytes):
+    profiler.label(variant)
     batch = vhost.VHOST_NET_BATCH
     m, ring, bufs, frags = build(profile, overrides, variant)
     m.run(packets_program(m, ring, bufs, frags, 0, batch, pkt_bytes))

@@ -1,0 +1,207 @@
+"""Profiles of runs: where the cycles went, why dispatch stalled, and which cachelines
+missed, per function, per emitting source line and per region (`emu profile`).
+
+A RunProfile is read from a machine's counters (Machine.run_profile()): its sites' cycles, events
+and stall causes (emu.state.SCTR), its regions' misses and media lines, and its hot-line
+table (memmodel._hotlines). Sites are functions, or with isa.program.record_lines() a
+function and the line of Python that emitted the ops, "FUNCTION @ FILE:LINE".
+
+`capture()` profiles code that makes its own machines (a scenario): programs made inside
+record their lines, every machine made inside keeps a hot-line table, and the profiles of
+all of them are summed per label (a scenario's variant, see `label()`).
+
+A site's cycles are partitioned: each stall cause (emu.state.STALL_CAUSES) is time
+dispatch waited within the site, `busy` is the rest (issuing uops, fast-string and other
+execution time the model charges to dispatch). l1d_pending and llc_pending are not part
+of the partition: they are the cycles with a demand miss of the site outstanding
+(perf's CYCLE_ACTIVITY.CYCLES_L1D_MISS and CYCLES_L3_MISS), which overlap the rest.
+"""
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from emu import machine as mach
+from emu.state import SITE_COUNTER_NAMES, STALL_CAUSES
+from isa.program import LINE_SEP, record_lines
+from memmodel._hotlines import HL, HR, N_TAGS
+from memmodel.layout import MS
+
+#: Rows of the hot-line table of a machine made inside capture() (a power of two).
+DEFAULT_HOT_LINES = 1 << 16
+#: Counters of a site, in the order the tables print them.
+SITE_KEYS = SITE_COUNTER_NAMES + ("busy",)
+
+
+@dataclass
+class HotLine:
+    addr: int           # the line's first byte
+    region: str
+    l1d_misses: int
+    store_misses: int   # of l1d_misses, those of stores
+    llc_misses: int
+    sites: list         # the sites that missed on it (the first few; `more` if others did)
+    more: bool
+
+
+def split_site(name):
+    """(function, file, line) of a site name; file "" and line 0 without a source line."""
+    function, sep, where = name.partition(LINE_SEP)
+    if not sep:
+        return name, "", 0
+    file, _, line = where.rpartition(":")
+    return function, file, int(line)
+
+
+@dataclass
+class RunProfile:
+    """Counters of one or more machines' runs (added up by `+`)."""
+    freq_ghz: float
+    sites: dict = field(default_factory=dict)       # site name -> {counter: n}
+    regions: dict = field(default_factory=dict)     # region -> {counter: n}
+    hot: dict = field(default_factory=dict)         # line -> HotLine
+    hot_dropped: int = 0    # misses on lines the table had no room for
+    machines: int = 1
+
+    @classmethod
+    def of(cls, m):
+        """The profile of everything machine `m` ran since it was made or last reset_stats."""
+        s = m.stats()
+        sites = {}
+        for name, d in s["sites"].items():
+            if d["cycles"] or d["ops"]:
+                row = dict(d)
+                row["busy"] = d["cycles"] - sum(d[c] for c in STALL_CAUSES)
+                sites[name] = row
+        hr = m.layout.view(m.S, "hot_region")
+        regions = {}
+        for i, name in enumerate(m.region_names):
+            d = {"l1d_misses": int(hr[i, HR.L1D_MISSES]),
+                 "store_misses": int(hr[i, HR.STORE_MISSES]),
+                 "llc_misses": int(hr[i, HR.LLC_MISSES])}
+            d.update({f"media_{k}": v for k, v in s["regions"][name].items()})
+            regions[name] = d
+        hot = {}
+        rows = m.layout.view(m.S, "hot")
+        for row in rows[rows[:, HL.LINE] >= 0]:
+            line = int(row[HL.LINE])
+            tags = [int(t) for t in row[HL.TAG0:HL.TAG0 + N_TAGS] if t >= 0]
+            hot[line] = HotLine(line << 6, _region_of(m, line << 6), int(row[HL.L1D_MISSES]),
+                                int(row[HL.STORE_MISSES]), int(row[HL.LLC_MISSES]),
+                                [m.site_names[t] for t in tags], bool(row[HL.MORE]))
+        return cls(m.freq_ghz, sites, regions, hot, int(m.S[MS.HOT_DROPPED]))
+
+    def __add__(self, other):
+        out = RunProfile(self.freq_ghz, _sum(self.sites, other.sites),
+                      _sum(self.regions, other.regions), dict(self.hot),
+                      self.hot_dropped + other.hot_dropped, self.machines + other.machines)
+        for line, h in other.hot.items():
+            if line in out.hot:
+                a = out.hot[line]
+                sites = a.sites + [n for n in h.sites if n not in a.sites]
+                out.hot[line] = HotLine(a.addr, a.region, a.l1d_misses + h.l1d_misses,
+                                        a.store_misses + h.store_misses,
+                                        a.llc_misses + h.llc_misses, sites[:N_TAGS],
+                                        a.more or h.more or len(sites) > N_TAGS)
+            else:
+                out.hot[line] = h
+        return out
+
+    # ------------------------------------------------------------------ views
+    @property
+    def cycles(self):
+        return sum(d["cycles"] for d in self.sites.values())
+
+    def functions(self):
+        """{function: counters} summed over the function's source lines."""
+        return _group(self.sites, lambda n: split_site(n)[0])
+
+    def lines(self):
+        """{(file, line, function): counters} of the sites with a source line."""
+        def key(name):
+            function, file, line = split_site(name)
+            return file, line, function
+        return {k: d for k, d in _group(self.sites, key).items() if k[0]}
+
+    def hot_lines(self, n=10):
+        """The `n` lines with the most L1D misses (then LLC misses, then by address)."""
+        return sorted(self.hot.values(),
+                      key=lambda h: (-h.l1d_misses, -h.llc_misses, h.addr))[:n]
+
+    def to_json(self, top=10):
+        return {"cycles": self.cycles, "machines": self.machines,
+                "functions": self.functions(),
+                "lines": [{"file": f, "line": ln, "function": fn, **d}
+                          for (f, ln, fn), d in self.lines().items()],
+                "regions": self.regions,
+                "hot_lines": [vars(h) for h in self.hot_lines(top)],
+                "hot_lines_dropped_misses": self.hot_dropped}
+
+
+def _region_of(m, addr):
+    return next((n for n, r in m.regions.items() if r["base"] <= addr < r["base"] + r["size_bytes"]),
+                "?")
+
+
+def _sum(a, b):
+    out = {k: dict(v) for k, v in a.items()}
+    for k, v in b.items():
+        d = out.setdefault(k, dict.fromkeys(v, 0))
+        for c, n in v.items():
+            d[c] = d.get(c, 0) + n
+    return out
+
+
+def _group(sites, key):
+    out = {}
+    for name, d in sites.items():
+        out = _sum(out, {key(name): d})
+    return out
+
+
+# ---------------------------------------------------------------------- capture
+class _Capture:
+    def __init__(self, hot_lines):
+        self.hot_lines = hot_lines
+        self.label = ""
+        self.made = []   # (label, machine)
+
+    def add(self, m):
+        self.made.append((self.label, m))
+
+    def profiles(self):
+        """{label: RunProfile} of the machines made, summed per label in order of first use."""
+        out = {}
+        for lab, m in self.made:
+            p = m.run_profile()
+            out[lab] = out[lab] + p if lab in out else p
+        return out
+
+
+_ACTIVE = []
+
+
+@contextmanager
+def capture(hot_lines=DEFAULT_HOT_LINES):
+    """`with capture() as c: ...` then c.profiles(): {label: RunProfile} of every machine made
+    in the block, with source lines for the programs made in it."""
+    c = _Capture(hot_lines)
+    mach.OBSERVERS.append(c)
+    _ACTIVE.append(c)
+    try:
+        with record_lines():
+            yield c
+    finally:
+        _ACTIVE.remove(c)
+        mach.OBSERVERS.remove(c)
+
+
+def label(name):
+    """Machines made from now on belong to `name` (a variant) in the active captures."""
+    for c in _ACTIVE:
+        c.label = name
+
+
+def short_path(path):
+    """`path` relative to the working directory when under it, else as given."""
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel
