@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emu.studies.cli import TracePages, main
+from emu.studies.cli import main
+from emu.studies.trace_cmd import TracePages
 from emu.studies.scenarios import registry
 from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from isa.program import Program

@@ -126,8 +126,8 @@ def test_bad_trace_input_is_a_clean_error(tmp_path, capsys, what, text, extra, w
 
 
 def test_an_unexpected_exception_is_reported_without_a_traceback(monkeypatch, capsys, tmp_path):
-    import emu.studies.cli as cli
-    monkeypatch.setattr(cli, "resolve_format", lambda *a: 1 / 0)
+    import emu.studies.trace_cmd as trace_cmd
+    monkeypatch.setattr(trace_cmd, "resolve_format", lambda *a: 1 / 0)
     code, out, err = run_cli(capsys, "trace", din(tmp_path, "0 1000\n"))
     assert (code, out) == (2, "")
     assert err.startswith("emu: error: internal error") and "ZeroDivisionError" in err

@@ -16,25 +16,22 @@ import sys
 import tomllib
 from typing import Callable, NamedTuple
 
-import numpy as np
-
-from emu.machine import EmuFault, Machine, MachineCheck
-from emu.studies import plots, spectre, validate
+from emu.machine import EmuFault
+from emu.studies import plots, profile_cmd, spectre, trace_cmd, validate
 from emu.studies.fio import FioError
+from emu.studies.options import (
+    CliError,
+    machine_options,
+    plot_figure,
+    quiet_option,
+    scenario_parsers,
+    table,
+)
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios import assumed_keys, metric_values, registry, sensitivity, sensitivity_table
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, PHYS_LIMIT, RANGE_KIND, RangeKind
 from isa.program import ProgramError
-from isa.traces import iter_trace, resolve_format
 from memmodel.media import KIND_IDS
 from memmodel.profile import ProfileError, load_profile, shipped_profiles
-
-PAGE_BYTES = 4096
-TRACE_FORMATS = ("lackey", "din", "npy")
-
-
-class CliError(Exception):
-    """A usage problem found after argument parsing (reported like the others)."""
 
 
 class Command(NamedTuple):
@@ -111,320 +108,11 @@ def _cmd_profiles(args):
     return "".join(f"{n:<{width}}  {d}\n" for n, d in described)
 
 
-# ---------------------------------------------------------------------------- trace
-_MAP_HELP = """\
-address mapping (--map-trace):
-  Trace addresses are taken as addresses in the profile's memory map ([[region]] tables,
-  see `emu profiles`); an access outside every region is an error.  A trace recorded from a
-  real process (lackey) carries that process's virtual addresses instead: the stack near
-  0x1ffefff000, the binary and heap low, so they would land in arbitrary regions or none.
-  --map-trace remaps the trace page-wise into one region: the distinct 4 KiB pages it
-  touches (a multi-byte access or a copy counts every page it spans) are packed
-  contiguously from the region's base in ascending address order.  Offsets within a page,
-  the order of pages and the adjacency of touched neighbouring pages are kept; untouched
-  gaps are dropped.  The region is --region NAME (default: the profile's first region).
-  Default: on for lackey traces, off for din and npy traces.  --region implies --map-trace.
-"""
-
-
-def _parse_value(text):
-    """--set VALUE: int (decimal or 0x/0o/0b), float, true/false, else a string."""
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    return text
-
-
-def _parse_set(item):
-    key, sep, value = item.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {item!r}")
-    return key.strip(), _parse_value(value.strip())
-
-
-class _SetOnce(argparse.Action):
-    """--set appends (KEY, VALUE); a KEY given twice is an error rather than last-wins."""
-
-    def __call__(self, parser, namespace, pair, option_string=None):
-        given = list(getattr(namespace, self.dest))
-        if any(key == pair[0] for key, _ in given):
-            raise argparse.ArgumentError(None, f"--set {pair[0]} given twice")
-        setattr(namespace, self.dest, given + [pair])
-
-
-def _machine_options(parser, default_profile):
-    """--profile, --set and --json, shared by the commands that run a machine."""
-    parser.add_argument("--profile", default=default_profile, metavar="P",
-                        help="shipped profile name, or path to a profile file (ending in .toml "
-                             "or holding a /) (default: %(default)s)")
-    parser.add_argument("--set", dest="overrides", action=_SetOnce, type=_parse_set, default=[],
-                        metavar="KEY=VALUE",
-                        help="override a profile value, e.g. cache.l1d.prefetcher=none or "
-                             "core.freq_ghz=3.0 "
-                             "(VALUE is parsed as int, float, true/false or string; repeatable, "
-                             "each KEY once; values outside a key's range are refused)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def _quiet_option(parser):
-    """--quiet, of the commands that show a progress bar (emu.studies.progress)."""
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bar on stderr (shown otherwise on a terminal after "
-                             "2 s, with tqdm installed)")
-
-
-def _configure_trace(parser):
-    parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
-    parser.add_argument("--format", choices=TRACE_FORMATS,
-                        help="trace format (default: from the extension .din/.npy, else "
-                             "detected from the first line)")
-    _machine_options(parser, "skylake-ddr4")
-    _quiet_option(parser)
-    parser.add_argument("--no-functional", dest="functional", action="store_false",
-                        help="timing and cache state only; do not move bytes (faster)")
-    parser.add_argument("--map-trace", action=argparse.BooleanOptionalAction, default=None,
-                        help="remap trace addresses page-wise into one region (see below; "
-                             "default: on for lackey, off for din/npy)")
-    parser.add_argument("--region", metavar="NAME",
-                        help="region to map the trace into (implies --map-trace; default: the "
-                             "profile's first region)")
-    parser.add_argument("--poison", action="append", default=[], type=_poison_address,
-                        metavar="ADDR",
-                        help="poison the memory line holding this trace address before the run "
-                             "(remapped with the trace); a load reaching it stops the run with "
-                             "an unrecoverable machine check (repeatable)")
-    parser.epilog = _MAP_HELP
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-
-
-class PoisonAddress(NamedTuple):
-    text: str    # as the user typed it, for messages
-    addr: int
-
-
-def _poison_address(text):
-    """--poison ADDR: a trace address, decimal or 0x/0o/0b, inside the physical address space."""
-    try:
-        addr = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an address (decimal or 0x...)") from None
-    if not 0 <= addr < PHYS_LIMIT:
-        raise argparse.ArgumentTypeError(f"{text}: not in the physical address space "
-                                         f"[0, {PHYS_LIMIT:#x})")
-    return PoisonAddress(text, addr)
-
-
-class TracePages:
-    """The --map-trace mapping: the distinct 4 KiB pages a trace touches (ranges of copies
-    and flushes included), gathered chunk by chunk, then packed from a region's base in
-    ascending address order, keeping page offsets. Which columns hold addresses, and how
-    many bytes from them, is the ops' byte-range kind (a branch's index is none)."""
-
-    def __init__(self):
-        self.first = self.last = np.zeros(0, dtype=np.int64)   # disjoint, sorted segments
-
-    def add(self, ops=None, addresses=()):
-        """Add the pages of an op array's ranges and of single-byte `addresses`."""
-        starts, ends = [np.asarray(addresses, dtype=np.int64)], []
-        ends.append(starts[0] + 1)
-        if ops is not None and len(ops):
-            kind = RANGE_KIND[ops[:, COL_OP]]
-            dst, src = kind != RangeKind.NONE, kind == RangeKind.DST_SRC
-            length = np.where(kind == RangeKind.LINE, 1, np.maximum(ops[:, COL_SIZE], 1))
-            starts += [ops[dst, COL_ADDR], ops[src, COL_SRC]]
-            ends += [ops[dst, COL_ADDR] + length[dst], ops[src, COL_SRC] + length[src]]
-        first = np.concatenate([self.first] + [s // PAGE_BYTES for s in starts])
-        last = np.concatenate([self.last] + [(e - 1) // PAGE_BYTES for e in ends])
-        if not len(first):
-            return
-        order = np.argsort(first, kind="stable")
-        first, last = first[order], last[order]
-        reach = np.maximum.accumulate(last)
-        new = np.ones(len(first), dtype=bool)
-        new[1:] = first[1:] > reach[:-1] + 1   # adjacent pages stay adjacent
-        self.first = first[new]
-        self.last = reach[np.append(np.flatnonzero(new)[1:] - 1, len(first) - 1)]
-
-    @property
-    def pages(self):
-        return int((self.last - self.first + 1).sum())
-
-    def place(self, base, size_bytes, region):
-        """Pack the pages from `base`; CliError if they do not fit in `size_bytes`."""
-        if self.pages * PAGE_BYTES > size_bytes:
-            raise CliError(f"--map-trace: the trace touches {self.pages} distinct 4 KiB pages, "
-                           f"more than region {region!r} holds ({size_bytes // PAGE_BYTES})")
-        self.base = base
-        self.new_first = np.concatenate([[0], np.cumsum(self.last - self.first + 1)[:-1]])
-
-    def remap(self, a):
-        """Mapped addresses of trace addresses `a` (all on pages added before place())."""
-        a = np.asarray(a, dtype=np.int64)
-        page = a // PAGE_BYTES
-        k = np.searchsorted(self.first, page, side="right") - 1
-        return self.base + (self.new_first[k] + page - self.first[k]) * PAGE_BYTES + a % PAGE_BYTES
-
-    def remap_ops(self, ops):
-        """Remap the addresses of an op array in place."""
-        kind = RANGE_KIND[ops[:, COL_OP]]
-        dst, src = kind != RangeKind.NONE, kind == RangeKind.DST_SRC
-        ops[dst, COL_ADDR] = self.remap(ops[dst, COL_ADDR])
-        ops[src, COL_SRC] = self.remap(ops[src, COL_SRC])
-
-
-def _region_list(regions):
-    return ", ".join(f"{n} {r['base']:#x}-{r['base'] + r['size_bytes']:#x}" for n, r in regions.items())
-
-
-def _trace_bytes(path):
-    """The total of a progress bar over TraceChunk.bytes_read: the file's size, or None for a
-    .gz (its chunks count decompressed bytes) and for a file that cannot be read (which is
-    iter_trace's error to report)."""
-    known = os.path.isfile(path) and not path.lower().endswith(".gz")
-    return os.path.getsize(path) if known else None
-
-
-def _map_pages(args, machine, fmt):
-    """The TracePages of --map-trace, placed in its region (a first pass over the trace), or
-    None without mapping."""
-    do_map = args.map_trace
-    if do_map is False and args.region:
-        raise CliError("--region maps the trace into a region; it cannot be used with --no-map-trace")
-    if do_map is None:
-        do_map = fmt == "lackey" or args.region is not None
-    if not do_map:
-        return None
-    name = args.region or machine.profile.values["region"][0]["name"]
-    region = machine.regions.get(name)
-    if region is None:
-        raise CliError(f"--region {name!r}: profile {machine.profile.name!r} has no such region "
-                       f"(regions: {', '.join(machine.regions)})")
-    pages, read = TracePages(), 0
-    with progress(desc="mapping pages", enabled=wanted(args), total=_trace_bytes(args.file),
-                  unit="B") as bar:
-        for chunk in iter_trace(args.file, fmt):
-            pages.add(chunk.program.ops)
-            bar.update(chunk.bytes_read - read)
-            read = chunk.bytes_read
-    pages.add(addresses=[p.addr for p in args.poison])
-    pages.place(region["base"], region["size_bytes"], name)
-    pages.region = name
-    return pages
-
-
-def _poison(machine, args, pages):
-    """Poison the lines of --poison; returns {mapped line: the option as typed}."""
-    lines = {}
-    for p in args.poison:
-        addr = int(pages.remap(p.addr)) if pages else p.addr
-        try:
-            machine.poison(addr)
-        except (EmuFault, ValueError) as e:
-            raise CliError(f"--poison {p.text}: {e}") from None
-        lines[addr >> 6] = p.text
-    return lines
-
-
-def _trace_chunk(args, machine, chunk, pages, poisoned):
-    """Run one chunk of the trace (remapped with --map-trace); a fault names its line."""
-    if pages:
-        pages.remap_ops(chunk.program.ops)
-    try:
-        machine.run(chunk.program, drain=False)
-    except EmuFault as e:
-        line = f"{args.file}:{chunk.line[e.op_index]}"
-        if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
-            raise CliError(f"{line}: reads the line poisoned by --poison "
-                           f"{poisoned[e.addr >> 6]}: {e}") from None
-        hint = "" if pages else "; --map-trace remaps a trace into one region"
-        raise CliError(f"{line}: {e} (regions of {machine.profile.name}: "
-                       f"{_region_list(machine.regions)}{hint})") from None
-
-
-def _cmd_trace(args):
-    overrides = dict(args.overrides)
-    machine = Machine(args.profile, overrides or None, functional=args.functional)
-    prof = machine.profile
-    fmt = resolve_format(args.file, args.format)
-    pages = _map_pages(args, machine, fmt)
-    poisoned = _poison(machine, args, pages)
-    start, n_ops, read = machine.cycles, 0, 0
-    with progress(desc=os.path.basename(args.file), enabled=wanted(args),
-                  total=_trace_bytes(args.file), unit="B") as bar:
-        for chunk in iter_trace(args.file, fmt):
-            _trace_chunk(args, machine, chunk, pages, poisoned)
-            n_ops += len(chunk.program)
-            bar.update(chunk.bytes_read - read)
-            read = chunk.bytes_read
-    cycles = machine.drain() - start
-    mapping = pages and {"region": pages.region, "pages": pages.pages, "page_bytes": PAGE_BYTES}
-    s = machine.stats()
-    levels = {}
-    for n, d in s["levels"].items():
-        total = d["hits"] + d["misses"]
-        levels[n] = dict(d, miss_ratio=(d["misses"] / total) if total else None)
-    report = {
-        "trace": args.file, "format": fmt, "profile": prof.name,
-        "cycles": cycles, "seconds": cycles / (machine.freq_ghz * 1e9), "ops": n_ops,
-        "levels": levels, "media": s["media"], "regions": s["regions"],
-        "map_trace": mapping, "functional": args.functional, "overrides": overrides,
-        "profile_files": list(prof.files), "profile_sources": dict(prof.sources),
-    }
-    return json.dumps(report, indent=2) + "\n" if args.json else _trace_table(report)
-
-
-def _table(header, rows):
-    cols = [header] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cols) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-                             for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return "\n".join(fmt(r) for r in cols) + "\n"
-
-
-def _trace_table(r):
-    mapped = (f"{r['map_trace']['pages']} pages mapped into {r['map_trace']['region']}"
-              if r["map_trace"] else "addresses as in the trace")
-    out = [f"trace    {r['trace']} ({r['format']}; {mapped})\n",
-           f"profile  {r['profile']}" + (f" with {len(r['overrides'])} override(s)" if r["overrides"] else "") + "\n",
-           f"cycles   {r['cycles']}\n",
-           f"seconds  {r['seconds']:.6e} (emulated)\n",
-           f"ops      {r['ops']}\n\n"]
-    out.append(_table(["level", "hits", "misses", "miss ratio", "fills", "dirty write-backs"],
-                      [[n, d["hits"], d["misses"], "-" if d["miss_ratio"] is None else f"{d['miss_ratio']:.4f}",
-                        d["fills"], d["dirty_writebacks"]] for n, d in r["levels"].items()]))
-    out.append("\n")
-    out.append(_table(["media", "reads", "writes"],
-                      [[n, d["reads"], d["writes"]] for n, d in r["media"].items()]))
-    out.append("\n")
-    out.append(_table(["region", "line reads", "line writes"],
-                      [[n, d["line_reads"], d["line_writes"]] for n, d in r["regions"].items()]))
-    return "".join(out)
-
-
 # ---------------------------------------------------------------------------- run
-SCENARIO_EPILOG = "results, what the model predicts and why, and its gaps: docs/scenarios.md"
-
-
-def _scenario_parsers(parser):
-    """(module, subparser) per scenario, its --help the module's docstring (run, compare)."""
-    sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
-    for name, mod in registry().items():
-        yield mod, sub.add_parser(name, help=mod.__doc__.splitlines()[0], description=mod.__doc__,
-                                  epilog=SCENARIO_EPILOG,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
 def _configure_run(parser):
-    for mod, p in _scenario_parsers(parser):
-        _machine_options(p, mod.DEFAULT_PROFILE)
-        _quiet_option(p)
+    for mod, p in scenario_parsers(parser, registry()):
+        machine_options(p, mod.DEFAULT_PROFILE)
+        quiet_option(p)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
                        help="also run with this profile value halved and doubled (repeatable); "
                             "'assumptions' = every value the study depends on that the profile "
@@ -531,7 +219,7 @@ def _media_overrides(profile, swaps):
 
 
 def _configure_compare(parser):
-    for mod, p in _scenario_parsers(parser):
+    for mod, p in scenario_parsers(parser, registry()):
         p.add_argument("--profiles", required=True, metavar="P,P,...",
                        type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
                        help="profiles to run on (names or files), comma-separated; ratios are "
@@ -545,19 +233,8 @@ def _configure_compare(parser):
         p.add_argument("--plot", metavar="DIR",
                        help="also write DIR/compare-SCENARIO.png and .svg: the metric per "
                             "variant, one bar per profile (needs matplotlib)")
-        _quiet_option(p)
+        quiet_option(p)
         mod.configure(p)
-
-
-def _plot_figure(directory):
-    """matplotlib's Figure class for --plot DIR, checked before any (slow) run: CliError if
-    DIR is a file or matplotlib is missing (saying how to install it)."""
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise CliError(f"--plot {directory}: not a directory")
-    try:
-        return plots.matplotlib_figure()
-    except ImportError:
-        raise CliError(f"--plot needs matplotlib: {plots.INSTALL}") from None
 
 
 def _compare_plot(result, directory):
@@ -576,7 +253,7 @@ def _cmd_compare(args):
     if twice:
         raise CliError(f"--profiles: {twice[0]} given twice")
     if args.plot:
-        _plot_figure(args.plot)
+        plot_figure(args.plot)
     # every profile and swap is checked before the first (slow) run
     overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
     values = {}
@@ -605,7 +282,7 @@ def _cmd_compare(args):
     rows = [[k] + [num(variants[k][p]) for p in args.profiles]
             + [num(ratios[k][p]) for p in args.profiles[1:]] for k in labels]
     swaps = f" with --media {', '.join(result['media'])}" if args.media else ""
-    return (f"{mod.NAME}: {mod.METRIC} per profile{swaps}\n\n" + _table(header, rows)
+    return (f"{mod.NAME}: {mod.METRIC} per profile{swaps}\n\n" + table(header, rows)
             + "".join(f"plot: {p}\n" for p in paths))
 
 
@@ -616,7 +293,7 @@ def _configure_spectre(parser):
                              "check; v1-nospec: with array_index_nospec masking")
     parser.add_argument("--secret", type=lambda t: int(t, 0), default=0x5A, metavar="BYTE",
                         help="the secret byte beyond the array (default: 0x5a)")
-    _machine_options(parser, "skylake-ddr4")
+    machine_options(parser, "skylake-ddr4")
 
 
 def _cmd_spectre(args):
@@ -652,7 +329,7 @@ def _cmd_validate(args):
         if n not in names:
             where = f" of {', '.join(args.profile)}" if args.profile else ""
             raise CliError(f"--only {n}: no such row{where} (rows: {', '.join(names)})")
-    figure = _plot_figure(args.plot) if args.plot else None
+    figure = plot_figure(args.plot) if args.plot else None
     results = validate.run_rows(validate.select(args.profile, args.only))
     paths = validate.write_plots(results, args.plot, figure) if args.plot else []
     if args.json:
@@ -665,12 +342,15 @@ COMMANDS = {
     "run": Command("run a named study (docs/scenarios.md)", _configure_run, _cmd_run),
     "profiles": Command("list the shipped latency profiles", _configure_profiles, _cmd_profiles),
     "trace": Command("replay a memory trace (valgrind lackey, din, npy) on an emulated machine",
-                     _configure_trace, _cmd_trace),
+                     trace_cmd.configure, trace_cmd.cmd_trace),
     "spectre": Command("run a Spectre v1 gadget; list the lines filled only transiently and "
                        "what its mitigation costs per in-bounds call",
                        _configure_spectre, _cmd_spectre),
     "validate": Command("run the microbenchmarks of docs/hardware.md on their machines' profiles: "
                         "measured against emulated", _configure_validate, _cmd_validate),
+    "profile": Command("where a study's or a trace's cycles go: per function, source line and "
+                       "region, stall causes, the hot cachelines; cachegrind.out for cg_annotate",
+                       profile_cmd.configure, profile_cmd.cmd),
     "compare": Command("run a study on several profiles: its metric side by side, with ratios",
                        _configure_compare, _cmd_compare),
 }
@@ -700,6 +380,7 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
     except SystemExit as e:   # --help (0) or a usage error (2), already printed
         return e.code
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # for files that record it
     try:
         text = COMMANDS[args.command].run(args)
     except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:

@@ -1,0 +1,174 @@
+"""`emu profile`: a scenario's or a trace's run profile (emu.profiler), as tables, JSON,
+a cachegrind.out file for cg_annotate, or plots.
+
+A scenario runs as `emu run` runs it, every variant, under emu.profiler.capture(); each
+variant's profile sums its machines' (warm-up runs included). --variant picks the ones
+printed. Options go after SCENARIO (argparse gives a subcommand's own defaults priority).
+"""
+import json
+import os
+
+from emu import profiler
+from emu.state import STALL_CAUSES
+from emu.studies import cachegrind, trace_cmd
+from emu.studies.options import (
+    CliError,
+    machine_options,
+    plot_figure,
+    quiet_option,
+    scenario_parsers,
+    table,
+)
+from emu.studies.scenarios import registry
+
+# the columns of the per-function and per-line tables: (heading, counter)
+EVENTS = (("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
+          ("L1D pend", "l1d_pending"), ("LLC pend", "llc_pending"),
+          ("media rd", "media_reads"), ("media wr", "media_writes"))
+SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf",
+         "dependency": "dep", "fence": "fence", "flush": "flush", "smap": "smap",
+         "work": "work", "mispredict": "mispred", "fault": "fault",
+         "retire_wait": "retire", "busy": "busy"}
+
+
+def _counter_table(first, rows, total):
+    """rows: [(label, counters)] sorted as given; the stall columns shown are those non-zero
+    in some row, so a table has no column of zeros."""
+    causes = [c for c in (*STALL_CAUSES, "busy") if any(d[c] for _, d in rows)]
+    header = [first, "cycles", "%"] + [SHORT[c] for c in causes] + [h for h, _ in EVENTS]
+    body = [[lab, d["cycles"], f"{100 * d['cycles'] / total:.1f}" if total else "-"]
+            + [d[c] for c in causes] + [d[k] for _, k in EVENTS] for lab, d in rows]
+    return table(header, body)
+
+
+def text(label, p, top, lines):
+    """The report of one RunProfile: functions, source lines, regions, hot lines."""
+    total = p.cycles
+    out = [(f"{label}: {total} cycles on {p.machines} machine(s); the stall columns partition "
+            "each row's cycles (busy: issuing), 'pend' counts cycles a demand miss was "
+            "outstanding\n\n")]
+    funcs = sorted(p.functions().items(), key=lambda kv: -kv[1]["cycles"])
+    out.append(_counter_table("function", funcs, total))
+    src = sorted(p.lines().items(), key=lambda kv: (-kv[1]["cycles"], kv[0]))
+    if src:
+        rows = [(f"{profiler.short_path(f)}:{ln} {fn}", d) for (f, ln, fn), d in src[:lines]]
+        more = f" (top {lines} of {len(src)} by cycles)" if len(src) > lines else ""
+        out += [f"\nsource lines{more}\n", _counter_table("line", rows, total)]
+    out.append("\n")
+    out.append(table(["region", "L1D misses", "of stores", "LLC misses", "media line reads",
+                       "media line writes"],
+                      [[n, d["l1d_misses"], d["store_misses"], d["llc_misses"],
+                        d["media_line_reads"], d["media_line_writes"]]
+                       for n, d in p.regions.items()]))
+    hot = p.hot_lines(top)
+    if hot:
+        out.append(f"\nhot lines (top {len(hot)} by L1D misses"
+                   + (f"; {p.hot_dropped} misses on lines the table had no room for"
+                      if p.hot_dropped else "") + ")\n")
+        out.append(table(["line", "region", "L1D misses", "of stores", "LLC misses",
+                           "missed at"],
+                          [[f"{h.addr:#x}", h.region, h.l1d_misses, h.store_misses,
+                            h.llc_misses, ", ".join(_site_text(s) for s in h.sites)
+                            + (", ..." if h.more else "")] for h in hot]))
+    return "".join(out)
+
+
+def _site_text(name):
+    fn, file, line = profiler.split_site(name)
+    return f"{fn} ({profiler.short_path(file)}:{line})" if file else fn
+
+
+def report(title, profiles, args):
+    """The command's output for {label: RunProfile}: tables or JSON; --cachegrind and
+    --plot write their files first (CliError-free: the caller checked the arguments)."""
+    written = []
+    if args.cachegrind:
+        (label, p), = profiles.items()
+        cachegrind.write(args.cachegrind, p, f"cacheline-emu profile: {title} {label}".strip(),
+                         " ".join(["emu", *args.argv]))
+        written.append(args.cachegrind)
+    if args.plot:
+        written += plot_profiles(args.plot, title, profiles)
+    if args.json:
+        return json.dumps({"title": title, "profiles": {k: p.to_json(args.top)
+                                                       for k, p in profiles.items()}},
+                          indent=2) + "\n"
+    parts = [text(f"{title} {k}".strip(), p, args.top, args.lines) for k, p in profiles.items()]
+    return "\n".join(parts) + "".join(f"wrote: {w}\n" for w in written)
+
+
+def _output_options(parser):
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="hot lines shown (default: %(default)s)")
+    parser.add_argument("--lines", type=int, default=15, metavar="N",
+                        help="source lines shown, the most cycles first (default: %(default)s)")
+    parser.add_argument("--cachegrind", metavar="FILE",
+                        help="also write the profile as a cachegrind.out file (cg_annotate FILE)")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="also write DIR/profile-*.png and .svg: cycles per function stacked "
+                             "per variant, misses per region (needs matplotlib)")
+
+
+def configure(parser):
+    parser.add_argument("--trace", dest="file", metavar="FILE",
+                        help="profile a trace replay (emu trace's options) instead of a scenario")
+    trace_cmd.trace_options(parser)
+    _output_options(parser)
+    for mod, p in scenario_parsers(parser, registry(), required=False):
+        machine_options(p, mod.DEFAULT_PROFILE)
+        quiet_option(p)
+        p.add_argument("--variant", choices=list(mod.VARIANTS), metavar="V",
+                       help=f"print this variant's profile only (variants: "
+                            f"{', '.join(mod.VARIANTS)})")
+        _output_options(p)
+        mod.configure(p)
+    parser.epilog = None
+
+
+def cmd(args):
+    if args.scenario and args.file:
+        raise CliError("profile a SCENARIO or a --trace FILE, not both")
+    if not args.scenario and not args.file:
+        raise CliError("name a SCENARIO or a --trace FILE to profile")
+    for name in ("top", "lines"):
+        if not 1 <= getattr(args, name) <= 10_000:
+            raise CliError(f"--{name} {getattr(args, name)}: not in 1..10000")
+    if args.plot:
+        plot_figure(args.plot)
+    if args.cachegrind:
+        d = os.path.dirname(os.path.abspath(args.cachegrind))
+        if not os.path.isdir(d):
+            raise CliError(f"--cachegrind {args.cachegrind}: no directory {d}")
+    if args.file:
+        with profiler.capture() as c:
+            trace_cmd.cmd_trace(args)
+        return report(f"trace {args.file} on {args.profile}", c.profiles(), args)
+    mod = registry()[args.scenario]
+    if args.cachegrind and not args.variant and len(mod.VARIANTS) > 1:
+        raise CliError(f"--cachegrind writes one profile: choose one of {mod.NAME}'s variants "
+                       f"with --variant ({', '.join(mod.VARIANTS)})")
+    with profiler.capture() as c:
+        mod.run(args)
+    profiles = c.profiles()
+    if args.variant:
+        profiles = {args.variant: profiles[args.variant]}
+    return report(f"{mod.NAME} on {args.profile}", profiles, args)
+
+
+def plot_profiles(directory, title, profiles):
+    """profile-cycles (each variant's cycles stacked by function) and profile-regions (L1D
+    and LLC misses per region, a bar per variant); returns the paths written."""
+    from emu.studies import plots
+    cycles = {k: {f: d["cycles"] for f, d in p.functions().items() if d["cycles"]}
+              for k, p in profiles.items()}
+    fig = plots.figure(width_in=min(5.0 + 1.2 * len(profiles), 16.0), height_in=5.0)
+    plots.stacked_bars(fig, f"{title}: cycles per function", "cycles", cycles)
+    regions = {}
+    for k, p in profiles.items():
+        for r, d in p.regions.items():
+            if d["l1d_misses"]:
+                regions.setdefault(f"{r} L1D", {})[k] = d["l1d_misses"]
+                regions.setdefault(f"{r} LLC", {})[k] = d["llc_misses"]
+    fig2 = plots.figure(width_in=min(5.0 + 0.8 * len(regions), 16.0), height_in=4.5)
+    plots.grouped_bars(fig2, f"{title}: demand misses per region", "misses", regions)
+    return plots.write_figures(directory, [("profile-cycles", fig), ("profile-regions", fig2)])
