@@ -162,10 +162,8 @@ def sfence(S):
     """Older NT stores and flushes reach the memory side first: once the store buffer has
     committed them into WC buffers and the flush machinery, those drain."""
     t = max(S[SC.NOW], S[SC.SB_LAST])
-    wc = wcb.wc_drain_all(S, t)
-    # the wait for write-backs is the flushes' (their cost), the rest the fence's
-    pl.stall_until(S, max(S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]), SCTR.FLUSH)
-    pl.stall_until(S, wc, SCTR.FENCE)
+    pl.stall_until(S, max(wcb.wc_drain_all(S, t), S[MS.WB_PENDING], S[SC.CLFLUSH_CHAIN]),
+                   SCTR.FENCE)
     fence_cost(S, S[TP.SFENCE])
 
 

@@ -29,7 +29,8 @@ BLOCKS = (MM, EMU)
 # misses, of which stores; media lines; cycles with a demand L1D / LLC miss outstanding,
 # counted to the site that issued it, as perf's CYCLE_ACTIVITY), then the stall causes: the
 # cycles dispatch waited, within the site, for a ROB or load buffer entry, a store buffer
-# entry, a line fill buffer, a load's data, a fence or locked op, a flush, STAC/CLAC, the
+# entry, a line fill buffer, a load's data, a fence or locked op (an SFENCE's wait for the
+# write-backs and NT stores before it included), a store buffer full of flushes, STAC/CLAC, the
 # declared WORK, a mispredicted branch, a fault's fixup or machine check, and at the site's
 # end for its ops to complete (RETIRE_WAIT). The causes partition the site's cycles with
 # the time spent issuing (the rest: emu.profiler's "busy").

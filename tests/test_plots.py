@@ -56,6 +56,16 @@ def test_stacked_bars_one_bar_per_group_stacked_by_segment():
     assert tops == {0: 6.0, 1: 9.0, 2: 13.0}
 
 
+@pytest.mark.parametrize("chart", ["grouped_bars", "stacked_bars"])
+def test_kernel_symbols_are_in_the_legend(chart):
+    # matplotlib leaves labels starting with "_" out of legends: __copy_user_flushcache must not
+    pytest.importorskip("matplotlib")
+    ax = getattr(plots, chart)(plots.figure(), "t", "y", {"v": {"__copy_user_flushcache": 1.0,
+                                                               "vfs_write": 2.0}})
+    texts = [t.get_text().strip() for t in ax.get_legend().get_texts()]
+    assert texts == ["__copy_user_flushcache", "vfs_write"]
+
+
 def test_write_figures_writes_png_and_svg(tmp_path):
     pytest.importorskip("matplotlib")
     figs = []

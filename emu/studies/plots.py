@@ -78,6 +78,12 @@ def _legend(ax):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
+def _label(name):
+    """A legend label for `name`: matplotlib hides labels that start with "_" (kernel symbols
+    such as __copy_user_flushcache), a leading space keeps them."""
+    return f" {name}" if name.startswith("_") else name
+
+
 def _series(groups):
     """The inner keys of `groups`, in order of first appearance."""
     return list(dict.fromkeys(k for inner in groups.values() for k in inner))
@@ -93,7 +99,7 @@ def grouped_bars(fig, title, ylabel, groups: dict[str, dict[str, float]]):
     for i, s in enumerate(series):
         xs = [x for x, inner in enumerate(groups.values()) if inner.get(s) is not None]
         ys = [inner[s] for inner in groups.values() if inner.get(s) is not None]
-        ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], ys, width, label=s, color=f"C{i % 10}")
+        ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], ys, width, label=_label(s), color=f"C{i % 10}")
     if series:
         _legend(ax)
     return ax
@@ -110,7 +116,7 @@ def stacked_bars(fig, title, ylabel, groups: dict[str, dict[str, float]]):
     for i, s in enumerate(segments):
         xs = [x for x, inner in enumerate(groups.values()) if inner.get(s) is not None]
         ys = [groups[g][s] for g in groups if groups[g].get(s) is not None]
-        ax.bar(xs, ys, 0.6, bottom=[bottom[x] for x in xs], label=s, color=f"C{i % 10}")
+        ax.bar(xs, ys, 0.6, bottom=[bottom[x] for x in xs], label=_label(s), color=f"C{i % 10}")
         for x, y in zip(xs, ys):
             bottom[x] += y
     if segments:

@@ -47,7 +47,7 @@ def gadget_ops(p, gadget, x):
         if gadget == "v1-lfence":
             p.lfence()
         if gadget == "v1-nospec":
-            p.index_mask(x, ARRAY1_SIZE)
+            p.index_mask(x, ARRAY1_SIZE, dependent=True)   # its cmp reads the loaded bound
             p.load_masked(ARRAY1 + x, ARRAY1, 1)
         else:
             p.load(ARRAY1 + x, 1)
