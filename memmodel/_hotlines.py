@@ -9,7 +9,7 @@ counted in MS.HOT_DROPPED, so a report can say what it left out. Per region, the
 misses are counted exactly in hot_region (no table limit).
 """
 from memmodel import memory as mm
-from memmodel.jit import compiled, ix
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, MS, MT, fields
 
 N_TAGS = 4
@@ -17,6 +17,7 @@ HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MORE " +
             " ".join(f"TAG{k}" for k in range(N_TAGS)))
 N_HL = len(HL)
 HR = fields("HR", "L1D_MISSES STORE_MISSES LLC_MISSES")   # hot_region[region, counter]
+assert HL.STORE_MISSES == HL.L1D_MISSES + 1 and HL.LLC_MISSES == HL.L1D_MISSES + 2   # _count
 N_HR = len(HR)
 
 
@@ -38,17 +39,23 @@ def init_sections(layout, S, entries):
     layout.view(S, "hot_region")[...] = 0
 
 
+@inlined
+def _count(S, at, store, llc):
+    """A miss into the counters L1D_MISSES STORE_MISSES LLC_MISSES at S[at:at + 3] (a row of
+    hot or of hot_region)."""
+    S[ix(at)] += 1
+    if store:
+        S[ix(at + 1)] += 1
+    if llc:
+        S[ix(at + 2)] += 1
+
+
 @compiled
 def record(S, line, store, llc):
     """A demand L1D miss on `line` (a store's if `store`; it missed the LLC too if `llc`)."""
     r = mm.find_region(S, line << 6)
     if r >= 0:
-        at = S[MH.HOT_REGION] + r * N_HR
-        S[ix(at + HR.L1D_MISSES)] += 1
-        if store:
-            S[ix(at + HR.STORE_MISSES)] += 1
-        if llc:
-            S[ix(at + HR.LLC_MISSES)] += 1
+        _count(S, S[MH.HOT_REGION] + r * N_HR + HR.L1D_MISSES, store, llc)
     cap = S[MT.HOT_CAP]
     mask = cap - 1
     base = S[MH.HOT]
@@ -67,11 +74,7 @@ def record(S, line, store, llc):
             S[ix(row + HL.LINE)] = line
             break
         h = (h + 1) & mask
-    S[ix(row + HL.L1D_MISSES)] += 1
-    if store:
-        S[ix(row + HL.STORE_MISSES)] += 1
-    if llc:
-        S[ix(row + HL.LLC_MISSES)] += 1
+    _count(S, row + HL.L1D_MISSES, store, llc)
     tag = S[MS.TAG]
     for k in range(N_TAGS):
         t = S[ix(row + HL.TAG0 + k)]
