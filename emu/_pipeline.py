@@ -10,6 +10,7 @@ store or flush commits (leaves the store buffer) no earlier than that (docs/hard
 §8.1), and LFENCE waits for it (§7.1).
 """
 from emu.state import EH, N_SCOUNT, SC, SCTR, TP
+from memmodel import cache as cm
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MS
 
@@ -230,6 +231,12 @@ def site_close(S, t):
     _site_events(S, SCTR.LLC_STORE_MISSES, MS.LLC_STORE_MISSES, SC.SITE_LLC_STORE_MISSES)
     _site_events(S, SCTR.L1D_PENDING, MS.L1D_PENDING, SC.SITE_L1D_PENDING)
     _site_events(S, SCTR.LLC_PENDING, MS.LLC_PENDING, SC.SITE_LLC_PENDING)
+    # the L1D's accesses: its counters, which reset_stats zeroes with the SITE_ marks
+    loads = cm.counter(S, 0, cm.CC.LOAD_HITS) + cm.counter(S, 0, cm.CC.LOAD_MISSES)
+    stores = cm.counter(S, 0, cm.CC.STORE_HITS) + cm.counter(S, 0, cm.CC.STORE_MISSES)
+    _site_count(S, SCTR.LOADS, loads - S[SC.SITE_LOADS])
+    _site_count(S, SCTR.STORES, stores - S[SC.SITE_STORES])
+    S[SC.SITE_LOADS], S[SC.SITE_STORES] = loads, stores
     S[SC.SITE_START] = t
     S[SC.SITE_OPS] = S[SC.OPS]
 

@@ -517,6 +517,7 @@ class Machine:
         for name in _COUNTER_SECTIONS:
             self.layout.view(self.S, name)[...] = 0
         hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))
+        self.S[st.SC.SITE_LOADS] = self.S[st.SC.SITE_STORES] = 0   # marks in the zeroed ccnt
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""

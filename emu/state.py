@@ -19,14 +19,15 @@ _SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT
        "CLFLUSH_CHAIN FLUSH_UNIT SITE SITE_START AC KERNEL END OPS REP_FRAC SITE_OPS REG_LO "
        "REG_HI PAGE_OK VAL MASK POISON_N FAULT FAULT_ADDR SITE_L1D_MISSES SITE_LLC_MISSES "
        "SITE_MEDIA_READS SITE_MEDIA_WRITES SITE_L1D_STORE_MISSES SITE_LLC_STORE_MISSES SITE_L1D_PENDING "
-       "SITE_LLC_PENDING")
+       "SITE_LLC_PENDING SITE_LOADS SITE_STORES")
 EMU = Block(EH, (("tp", len(_TP.split())), ("sc", len(_SC.split()))))
 TP = fields("TP", _TP, start=EMU.at("tp"))
 SC = fields("SC", _SC, start=EMU.at("sc"))
 BLOCKS = (MM, EMU)
 
-# site_ctr[site, counter]; stats() names them in lower case. The memory side's events (the
-# misses, of which stores; media lines; cycles with a demand L1D / LLC miss outstanding,
+# site_ctr[site, counter]; stats() names them in lower case. The ops, the L1D's load and
+# store accesses (as its level counters count them: a copy's every word), the memory side's
+# events (the misses, of which stores; media lines; cycles with a demand L1D / LLC miss outstanding,
 # counted to the site that issued it, as perf's CYCLE_ACTIVITY), then the stall causes: the
 # cycles dispatch waited, within the site, for a ROB or load buffer entry, a store buffer
 # entry, a line fill buffer, a load's data, a fence or locked op (an SFENCE's wait for the
@@ -34,8 +35,8 @@ BLOCKS = (MM, EMU)
 # declared WORK, a mispredicted branch, a fault's fixup or machine check, and at the site's
 # end for its ops to complete (RETIRE_WAIT). The causes partition the site's cycles with
 # the time spent issuing (the rest: emu.profiler's "busy").
-_SCTR_EVENTS = ("CYCLES OPS L1D_MISSES LLC_MISSES MEDIA_READS MEDIA_WRITES L1D_STORE_MISSES "
-                "LLC_STORE_MISSES L1D_PENDING LLC_PENDING")
+_SCTR_EVENTS = ("CYCLES OPS LOADS STORES L1D_MISSES LLC_MISSES MEDIA_READS MEDIA_WRITES "
+                "L1D_STORE_MISSES LLC_STORE_MISSES L1D_PENDING LLC_PENDING")
 _SCTR_STALLS = "WINDOW STORE_BUFFER FILL_BUFFER DEPENDENCY FENCE FLUSH SMAP WORK MISPREDICT FAULT " \
     "RETIRE_WAIT"
 SCTR = fields("SCTR", f"{_SCTR_EVENTS} {_SCTR_STALLS}")

@@ -88,6 +88,11 @@ def count(S, lvl, counter, n):
 
 
 @inlined
+def counter(S, lvl, c):
+    return S[ix(S[MH.CCNT] + lvl * N_COUNTERS + c)]
+
+
+@inlined
 def set_index(line, sets, inv_bits):
     """line % sets for a line >= 0, by the float reciprocal 1/sets (bits `inv_bits`): a
     64-bit division costs 14-46 cycles on the hosts we measure on, and Haswell's LLC has

@@ -51,6 +51,9 @@ def test_site_counts_add_up_to_the_run():
     s = m.stats()
     assert p.cycles == r.cycles == s["cycles"]
     sites = p.sites.values()
+    l1d = s["levels"]["l1d"]
+    assert sum(d["loads"] for d in sites) == l1d["load_hits"] + l1d["load_misses"]
+    assert sum(d["stores"] for d in sites) == l1d["store_hits"] + l1d["store_misses"]
     assert sum(d["l1d_misses"] for d in sites) == s["levels"]["l1d"]["misses"]
     assert sum(d["l1d_store_misses"] for d in sites) == s["levels"]["l1d"]["store_misses"]
     assert sum(d["llc_misses"] for d in sites) == s["levels"]["llc"]["misses"]
@@ -115,6 +118,19 @@ def test_ops_are_attributed_to_the_line_that_emitted_them():
     assert lines[(marks["WARM"], "kern")]["l1d_misses"] == 0    # the same lines again
     assert lines[(marks["STORE"], "kern")]["l1d_store_misses"] == 1
     assert lines[(marks["COLD"], "kern")]["ops"] == 64
+    assert [lines[(marks[k], "kern")]["loads"] for k in ("COLD", "WARM", "STORE")] == [64, 64, 0]
+    assert [lines[(marks[k], "kern")]["stores"] for k in ("COLD", "WARM", "STORE")] == [0, 0, 1]
+
+
+def test_reset_stats_starts_the_profile_afresh():
+    m = Machine("skylake-ddr4", NO_PREFETCH, hot_lines=256)
+    m.run(_kernel(Program(), 0))
+    m.reset_stats()
+    m.run(_kernel(Program(), 1 << 20))
+    p = m.run_profile()
+    assert p.functions()["kern"]["loads"] == 128 and p.functions()["kern"]["stores"] == 1
+    assert sum(h.l1d_misses for h in p.hot.values()) == 64 + 1   # the second run's only
+    assert all(h.addr >= 1 << 20 for h in p.hot.values())
 
 
 def _spectre_like(base):

@@ -4,8 +4,9 @@ functions and annotates the Python source of the kernel paths.
 The format is cachegrind's (valgrind docs, "Cachegrind: the output file"): `desc:` and
 `cmd:` lines, one `events:` line, then per file (`fl=`) and function (`fn=`) one line of
 counts per source line, and a `summary:` of the totals. The standard events where they
-apply: D1mr/D1mw (L1D read/write misses) and DLmr/DLmw (last-level misses); there are no
-instruction events (Ir), the ops are not x86 instructions. The emulator's own events: Cyc
+apply: Dr/Dw (L1D reads and writes, a copy's every word), D1mr/D1mw (L1D read/write misses)
+and DLmr/DLmw (last-level misses); there are no instruction events (Ir), the ops are not x86
+instructions. The emulator's own events: Cyc
 (cycles), Ops, the stall causes and Busy (a partition of Cyc, emu.profiler), L1Pend/LLPend
 (cycles a demand miss was outstanding), MediaR/MediaW (media lines read/written).
 A site without a source line (a trace's, a function of a vectorised builder) is file ???
@@ -21,9 +22,11 @@ from emu.state import STALL_CAUSES
 EVENTS = (
     ("Cyc", lambda d: d["cycles"]),
     ("Ops", lambda d: d["ops"]),
+    ("Dr", lambda d: d["loads"]),
     ("D1mr", lambda d: d["l1d_misses"] - d["l1d_store_misses"]),
-    ("D1mw", lambda d: d["l1d_store_misses"]),
     ("DLmr", lambda d: d["llc_misses"] - d["llc_store_misses"]),
+    ("Dw", lambda d: d["stores"]),
+    ("D1mw", lambda d: d["l1d_store_misses"]),
     ("DLmw", lambda d: d["llc_store_misses"]),
     ("L1Pend", lambda d: d["l1d_pending"]),
     ("LLPend", lambda d: d["llc_pending"]),

@@ -22,7 +22,7 @@ from emu.studies.options import (
 from emu.studies.scenarios import registry
 
 # the columns of the per-function and per-line tables: (heading, counter)
-EVENTS = (("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
+EVENTS = (("loads", "loads"), ("stores", "stores"), ("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
           ("L1D pend", "l1d_pending"), ("LLC pend", "llc_pending"),
           ("media rd", "media_reads"), ("media wr", "media_writes"))
 SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf",
