@@ -10,6 +10,7 @@ naming the file and the key, raised before anything runs:
     scenario = "dax-write-usercopy"        # or scenarios = [...]
     profiles = ["cascadelake-optane"]      # default: each scenario's DEFAULT_PROFILE
     variants = ["memmap=pmem", "bypass"]   # optional: the variants whose rows are kept
+    metrics = ["iops"]                     # optional: the metrics whose rows are kept
 
     [options]                              # scenario options, by their CLI names
     ios = [2000]                           # a list ...
@@ -51,7 +52,7 @@ from emu.studies.progress import progress, wanted
 from memmodel.profile import ProfileError, load_profile
 
 CLUSTER_INSTALL = "pip install 'cacheline-emu[cluster]'"
-SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants"),
+SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"),
             "options": None, "overrides": None}   # None: any key (checked per scenario/profile)
 RANGE_KEYS = ("from", "to", "step")
 MAX_POINTS = 100_000
@@ -76,6 +77,7 @@ class Spec(NamedTuple):
     scenarios: list
     profiles: dict      # scenario -> [profile, ...]
     variants: list      # [] = all
+    metrics: list       # [] = all
     options: dict       # key -> [value, ...]
     overrides: dict     # dotted key -> [value, ...]
     points: list
@@ -222,6 +224,7 @@ def load_spec(path):
     for v in variants:
         if not any(v in getattr(known[s], "VARIANTS", (v,)) for s in scenarios):
             raise CliError(f"{path}: sweep.variants: no scenario of the sweep has variant {v!r}")
+    metrics = _strings(f"{path}: sweep.metrics", head["metrics"]) if "metrics" in head else []
     options = {k: _values(f"{path}: options.{k}", v) for k, v in raw.get("options", {}).items()}
     overrides = {k: _values(f"{path}: overrides.{k}", v)
                  for k, v in _flat(raw.get("overrides", {}))}
@@ -282,7 +285,7 @@ def load_spec(path):
                            f"{_shown(pt.options + pt.overrides)} are the same configuration "
                            f"(of {pt.scenario} on {pt.profile})")
         seen[pt.id] = pt
-    return Spec(path, scenarios, profiles, variants, options, overrides, points)
+    return Spec(path, scenarios, profiles, variants, metrics, options, overrides, points)
 
 
 def _shown(pairs):
@@ -361,7 +364,12 @@ def _field(v):
 
 def point_csv(spec, point, rows, error):
     """The CSV bytes of all rows of a point (every row ends in a newline)."""
-    kept = [r for r in rows or [] if not spec.variants or r[0] in spec.variants]
+    kept = [r for r in rows or [] if (not spec.variants or r[0] in spec.variants)
+            and (not spec.metrics or r[2] in spec.metrics)]
+    missing = [m for m in spec.metrics if rows is not None and m not in {r[2] for r in rows}]
+    if error is None and missing:   # a name the spec could not check before running
+        error = (f"sweep.metrics: no metric {missing[0]!r} in the result (metrics: "
+                 f"{', '.join(dict.fromkeys(r[2] for r in rows))})")
     swept = dict(point.options + point.overrides)
     head = [point.id, point.scenario, point.profile] + [swept[k] for k in [*spec.options, *spec.overrides]]
     if error is not None:
@@ -657,7 +665,7 @@ def cmd(args):
     summary["plots"] = write_plots(spec, out, args.plot) if args.plot else []
     if args.json:
         return json.dumps(summary, indent=2) + "\n"
-    text = (f"{summary['points']} points: {summary['ok']} run, {summary['errors']} failed "
+    text = (f"{summary['points']} point{'s' * (summary['points'] != 1)}: {summary['ok']} run, {summary['errors']} failed "
             f"(status=error), {summary['skipped']} already in {out}\nresults: {out}\n")
     if summary["parquet"]:
         text += f"results: {summary['parquet']}\n"
