@@ -28,6 +28,8 @@ def _fake_scenario(calls):
         calls.append(args.k)
         if args.k == 13:
             raise RuntimeError("unlucky k")
+        if args.k == 99:
+            os._exit(3)   # a worker process dying, not a point raising
         core = load_profile(args.profile, dict(args.overrides) or None).values["core"]
         m = 2 if args.mode == "y" else 1
         return {"variants": {"a": {"t": core["rob_entries"] * args.k * m, "f": core["freq_ghz"],
@@ -138,6 +140,26 @@ def test_a_point_that_raises_is_recorded_and_the_rest_finish(capsys, calls, tmp_
     assert sorted((r["k"], r["variant"], r["metric"]) for r in good) == [
         ("12", "a", "f"), ("12", "a", "t"), ("14", "a", "f"), ("14", "a", "t")]
     assert {r["status"] for r in good} == {"ok"}
+
+
+def test_a_worker_process_that_dies_stops_the_sweep_and_resume_continues(capsys, calls, tmp_path):
+    spec = write(tmp_path, '[sweep]\nscenario = "fake"\n[options]\nk = [1, 99]\n')
+    out = str(tmp_path / "r.csv")
+    code, text, err = sweep_cli(capsys, spec, "--out", out, "--workers", "2")
+    assert (code, text) == (2, "") and "a worker process died" in err and "--resume" in err, err
+    assert {r["k"] for r in rows_of(out)} <= {"1"}   # what finished is kept, nothing of k=99
+
+
+def test_scheduler_without_dask_says_how_to_install_before_running(capsys, calls, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask", None)
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    spec = write(tmp_path, '[sweep]\nscenario = "fake"\n')
+    code, text, err = sweep_cli(capsys, spec, "--scheduler", "tcp://127.0.0.1:8786")
+    assert (code, text) == (2, "")
+    assert err == ("emu: error: --scheduler needs dask.distributed: "
+                   "pip install 'cacheline-emu[cluster]'\n")
+    assert calls == [] and not (tmp_path / "spec.csv").exists()
 
 
 def test_the_metrics_kept(capsys, calls, tmp_path):

@@ -423,29 +423,35 @@ def _complete_prefix(path, header_line):
     start = len(recs)
     while start > 0 and recs[start - 1][i_id] == recs[-1][i_id]:
         start -= 1
-    if recs and int(recs[-1][i_n]) != len(recs) - start:
+    try:
+        declared = int(recs[-1][i_n]) if recs else 0
+    except (ValueError, IndexError):
+        raise CliError(f"{path}: last row {recs[-1]!r} is no results row") from None
+    if recs and declared != len(recs) - start:
         end = sum(len(ln) + 1 for ln in lines[:1 + start])
     return end
 
 
-def open_results(path, spec, resume):
-    """(fd opened O_APPEND, ids of the points already in the file). The header is written
-    once, into a new file; with `resume` an incomplete last point is cut off first."""
-    header_line = spec.header_line
+def points_done(path, spec, resume):
+    """The ids of the points already in the results file `path` (none if there is none);
+    with `resume` an incomplete last point is cut off first, without it a file is an error."""
     exists = os.path.exists(path) and os.path.getsize(path) > 0
     if exists and not resume:
         raise CliError(f"--out {path}: exists (--resume continues it; or remove it)")
-    done = set()
-    if exists:
-        keep = _complete_prefix(path, header_line)
-        if keep < os.path.getsize(path):
-            os.truncate(path, keep)
-        if keep:
-            done = {r["point_id"] for r in read_results(path)[1]}
+    if not exists:
+        return set()
+    keep = _complete_prefix(path, spec.header_line)
+    if keep < os.path.getsize(path):
+        os.truncate(path, keep)
+    return {r["point_id"] for r in read_results(path)[1]} if keep else set()
+
+
+def open_results(path, spec):
+    """The results file opened O_APPEND, its header written if it is new (or empty)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     if os.fstat(fd).st_size == 0:
-        _write_all(fd, (header_line + "\n").encode())
-    return fd, done
+        _write_all(fd, (spec.header_line + "\n").encode())
+    return fd
 
 
 def write_parquet(path):
@@ -547,19 +553,21 @@ class _Dask:
 def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False):
     """Run the points of `spec` not already in `out`, appending each as it finishes;
     {"points", "skipped", "ok", "errors"}."""
-    fd, done = open_results(out, spec, resume)
+    done = points_done(out, spec, resume)
+    todo = [p for p in spec.points if p.id not in done]
+    by_id = {p.id: p for p in todo}
+    # the executor first: a cluster that cannot be reached leaves no file behind
+    if scheduler is not None:
+        ex = _Dask(scheduler)
+    elif (workers or os.cpu_count() or 1) <= 1 or len(todo) <= 1:
+        ex = _Serial()
+    else:
+        from emu.machine import Machine
+        Machine.warmup()   # compiled (or loaded) once here; the forked workers inherit it
+        ex = _Pool(min(workers or os.cpu_count(), len(todo)))
+    errors = 0
     try:
-        todo = [p for p in spec.points if p.id not in done]
-        by_id = {p.id: p for p in todo}
-        if scheduler is not None:
-            ex = _Dask(scheduler)
-        elif (workers or os.cpu_count() or 1) <= 1 or len(todo) <= 1:
-            ex = _Serial()
-        else:
-            from emu.machine import Machine
-            Machine.warmup()   # compiled (or loaded) once here; the forked workers inherit it
-            ex = _Pool(min(workers or os.cpu_count(), len(todo)))
-        errors = 0
+        fd = open_results(out, spec)
         try:
             futures = [ex.submit(run_point, p.id, list(p.argv)) for p in todo]
             with progress(total=len(todo), desc=f"sweep {os.path.basename(spec.path)}",
@@ -569,9 +577,9 @@ def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False)
                     errors += error is not None
                     bar.update(1)
         finally:
-            ex.close()
+            os.close(fd)
     finally:
-        os.close(fd)
+        ex.close()
     return {"points": len(spec.points), "skipped": len(spec.points) - len(todo),
             "ok": len(todo) - errors, "errors": errors}
 
