@@ -283,13 +283,15 @@ def test_plot_draws_each_metric_against_each_swept_key(capsys, calls, tmp_path):
 
 def test_parquet_beside_the_csv(capsys, calls, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
-    spec = write(tmp_path, FAKE)
+    spec = write(tmp_path, FAKE.replace("to = 4", "to = 13"))   # k = 13 raises: a row without value
     out = str(tmp_path / "r.csv")
     assert sweep_cli(capsys, spec, "--out", out, "--workers", "1")[0] == 0
     table = pq.read_table(str(tmp_path / "r.parquet")).to_pylist()
     rows = rows_of(out)
     assert len(table) == len(rows)
-    assert [t["value"] for t in table] == [float(r["value"]) for r in rows]
+    assert [t["value"] for t in table] == [float(r["value"]) if r["value"] else None for r in rows]
+    assert [t["error"] for t in table] == [r["error"] for r in rows]
+    assert any(t["status"] == "error" and t["value"] is None for t in table)
     assert [t["point_id"] for t in table] == [r["point_id"] for r in rows]
 
 

@@ -458,17 +458,15 @@ def write_parquet(path):
     """RESULTS.parquet (path with .parquet for its suffix) from the whole CSV, via a temporary
     file renamed into place; None without pyarrow."""
     try:
+        import pyarrow as pa
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
     except ImportError:
         return None
     target = os.path.splitext(path)[0] + ".parquet"
-    # every column as text but the value, so a parameter's type never depends on the rows read
-    names = read_results(path)[0]
-    types = {n: "string" for n in names}
-    import pyarrow as pa
+    # every column as text but these two, so a column's type never depends on the rows read
+    types = {n: pa.string() for n in read_results(path)[0]}
     types["value"], types["point_rows"] = pa.float64(), pa.int64()
-    types = {n: (pa.string() if t == "string" else t) for n, t in types.items()}
     table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=types,
                                                                       strings_can_be_null=False))
     tmp = f"{target}.tmp{os.getpid()}"
