@@ -630,8 +630,9 @@ def write_plots(spec, out, directory):
 # ---------------------------------------------------------------------------- the command
 def configure(parser):
     parser.add_argument("spec", metavar="SPEC.toml",
-                        help="the grid: [sweep] scenario(s), profiles, variants; [options] and "
-                             "[overrides], a list or a range {from, to, step} per key")
+                        help="the grid: [sweep] scenario(s), profiles, variants, metrics; "
+                             "[options] and [overrides], a list or a range {from, to, step} "
+                             "per key")
     parser.add_argument("--out", metavar="RESULTS",
                         help="results CSV, appended point by point (default: SPEC with .csv); "
                              "also RESULTS.parquet with pyarrow installed")
