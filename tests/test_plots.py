@@ -66,6 +66,21 @@ def test_kernel_symbols_are_in_the_legend(chart):
     assert texts == ["__copy_user_flushcache", "vfs_write"]
 
 
+def test_lines_one_line_per_series_through_its_points():
+    pytest.importorskip("matplotlib")
+    fig = plots.figure()
+    ax = plots.lines(fig, "a sweep", "read_latency_ns", "iops",
+                     {"memmap=pmem": [(150, 5.0), (300, 4.0), (600, 3.0)],
+                      "__bypass": [(150, 6.0), (300, None), (600, 6.0)]})
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("a sweep", "read_latency_ns", "iops")
+    one, two = ax.get_lines()
+    assert list(one.get_xdata()) == [150, 300, 600] and list(one.get_ydata()) == [5.0, 4.0, 3.0]
+    ys = list(two.get_ydata())
+    assert ys[0] == ys[2] == 6.0 and ys[1] != ys[1]   # None is a gap (NaN)
+    assert one.get_color() != two.get_color()
+    assert [t.get_text().strip() for t in ax.get_legend().get_texts()] == ["memmap=pmem", "__bypass"]
+
+
 def test_write_figures_writes_png_and_svg(tmp_path):
     pytest.importorskip("matplotlib")
     figs = []

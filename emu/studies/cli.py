@@ -17,7 +17,7 @@ import tomllib
 from typing import Callable, NamedTuple
 
 from emu.machine import EmuFault
-from emu.studies import plots, profile_cmd, spectre, trace_cmd, validate
+from emu.studies import plots, profile_cmd, spectre, sweep, trace_cmd, validate
 from emu.studies.fio import FioError
 from emu.studies.options import (
     CliError,
@@ -353,6 +353,9 @@ COMMANDS = {
                        profile_cmd.configure, profile_cmd.cmd),
     "compare": Command("run a study on several profiles: its metric side by side, with ratios",
                        _configure_compare, _cmd_compare),
+    "sweep": Command("run a grid of studies over scenarios, profiles, options and profile "
+                     "overrides, in local processes or on a Dask cluster; results as CSV",
+                     sweep.configure, sweep.cmd),
 }
 
 

@@ -122,3 +122,22 @@ def stacked_bars(fig, title, ylabel, groups: dict[str, dict[str, float]]):
     if segments:
         _legend(ax)
     return ax
+
+
+def lines(fig, title, xlabel, ylabel, series: dict[str, list[tuple[float, float]]]):
+    """A line plot in `fig`: one line with markers per series (a key, e.g. a variant; one
+    colour each, named in the legend) through its (x, y) points in the order given; a y of
+    None leaves a gap. Returns the Axes."""
+    ax = fig.subplots()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.set_axisbelow(True)
+    for i, (name, pts) in enumerate(series.items()):
+        xs = [x for x, _ in pts]
+        ys = [float("nan") if y is None else y for _, y in pts]
+        ax.plot(xs, ys, marker="o", markersize=4, label=_label(name), color=f"C{i % 10}")
+    if series:
+        _legend(ax)
+    return ax
