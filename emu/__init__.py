@@ -1,7 +1,7 @@
 """Emulator: the compiled core and the Machine facade."""
-from emu.machine import (
+from emu.machine import Machine
+from emu.results import (
     EmuFault,
-    Machine,
     MachineCheck,
     MemoryLimitFault,
     PrivilegeFault,

@@ -16,7 +16,7 @@ import sys
 import tomllib
 from typing import Callable, NamedTuple
 
-from emu.machine import EmuFault
+from emu.results import EmuFault
 from emu.studies import plots, profile_cmd, spectre, sweep, trace_cmd, validate
 from emu.studies.fio import FioError
 from emu.studies.options import (
@@ -28,7 +28,13 @@ from emu.studies.options import (
     table,
 )
 from emu.studies.progress import progress, wanted
-from emu.studies.scenarios import assumed_keys, metric_values, registry, sensitivity, sensitivity_table
+from emu.studies.scenarios import (
+    assumed_keys,
+    metric_values,
+    registry,
+    sensitivity,
+    sensitivity_table,
+)
 from isa.program import ProgramError
 from memmodel.media import KIND_IDS
 from memmodel.profile import ProfileError, load_profile, shipped_profiles

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from emu.machine import EmuFault, Machine, MachineCheck
+from emu import EmuFault, Machine, MachineCheck
 from emu.studies.options import CliError, machine_options, quiet_option, table
 from emu.studies.progress import progress, wanted
 from isa import Program

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from emu import profiler
-from emu.machine import MachineCheck
+from emu.results import MachineCheck
 from emu.studies.fio import (
     FioError,
     add_job_options,

@@ -1,0 +1,85 @@
+"""What a run gives back: its result (RunResult), the precise faults it can stop with, and
+the crash image of the persistent regions (Machine.crash)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa.program import EFAULT, Ret
+from memmodel import memory as mm
+
+
+class EmuFault(Exception):
+    """A precise fault: the run stopped before op `op_index`; state up to it is kept."""
+
+    def __init__(self, kind, op_index, site, addr, detail=""):
+        self.kind, self.op_index, self.site, self.addr = kind, op_index, site, addr
+        msg = f"{kind} at op {op_index} (site {site!r}), address {addr:#x}"
+        super().__init__(msg + (f": {detail}" if detail else ""))
+
+
+class UnmappedAccess(EmuFault):
+    pass
+
+
+class SmapFault(EmuFault):
+    """Kernel-mode data access to a user page with SMAP on and EFLAGS.AC clear."""
+
+
+class PrivilegeFault(EmuFault):
+    """User-mode access to a supervisor page."""
+
+
+class MachineCheck(EmuFault):
+    """Poison consumed outside a machine-check-safe copy: unrecoverable."""
+
+
+class MemoryLimitFault(EmuFault):
+    """The op would need more functional memory than Machine(memory_limit_bytes) allows."""
+
+
+@dataclass
+class RunResult:
+    cycles: int
+    seconds: float
+    ops: int
+    undone: np.ndarray | None = None   # bytes each exception-table op left undone
+
+    def left(self, op_index):
+        """Bytes op `op_index` (a FLAG_EXTABLE / FLAG_MCSAFE op) left undone: 0 unless it
+        faulted or consumed poison part-way."""
+        if self.undone is None:
+            raise ValueError("this program has no exception-table ops (FLAG_EXTABLE/MCSAFE)")
+        return int(self.undone[op_index])
+
+    def ret(self, r):
+        """The value a kernel function's Ret handle stands for."""
+        if not isinstance(r, Ret):
+            raise TypeError(f"ret() takes a Ret, not {type(r).__name__}")
+        if r.op is None:
+            return r.value
+        left = self.left(r.op)
+        return left if r.kind == "left" else (-EFAULT if left else 0)
+
+
+class CrashImage:
+    """Bytes of the persistent regions after a simulated power failure (Machine.crash)."""
+
+    def __init__(self, pages, regions):
+        self.pages, self.regions = pages, regions
+
+    def read(self, addr, n):
+        """Bytes at [addr, addr+n) of a persistent region; never-written bytes are zero."""
+        if not any(r["base"] <= addr and addr + n <= r["base"] + r["size_bytes"]
+                   for r in self.regions.values()):
+            raise ValueError(f"{addr:#x}+{n} is not inside one persistent region "
+                             f"({', '.join(self.regions) or 'none in this profile'})")
+        out = bytearray(n)
+        pos = 0
+        while pos < n:
+            a = addr + pos
+            page, off = a & ~(mm.PAGE_BYTES - 1), a & (mm.PAGE_BYTES - 1)
+            k = min(n - pos, mm.PAGE_BYTES - off)
+            if page in self.pages:
+                out[pos:pos + k] = self.pages[page][off:off + k]
+            pos += k
+        return bytes(out)
