@@ -1,0 +1,108 @@
+"""The `emu sweep` command and its --plot."""
+import json
+import os
+
+from emu.studies import plots
+from emu.studies.options import CliError, plot_figure, quiet_option
+from emu.studies.progress import wanted
+from emu.studies.sweep.results import read_results, write_parquet
+from emu.studies.sweep.runners import CLUSTER_INSTALL, run_sweep
+from emu.studies.sweep.spec import load_spec
+
+
+# ---------------------------------------------------------------------------- plots
+def _num(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def plot_series(spec, rows):
+    """{(scenario, metric, key): {series label: [(x, y)]}} for the --plot: per metric and per
+    swept key with more than one value, x that key's value, one series per variant and
+    combination of the other swept values (profile included, where several)."""
+    ids = {p.id for p in spec.points}
+    keys = [*spec.options, *spec.overrides]
+    swept = [k for k in keys if len((spec.options | spec.overrides)[k]) > 1]
+    several = any(len(v) > 1 for v in spec.profiles.values())
+    out = {}
+    for r in rows:
+        if r["point_id"] not in ids or r["status"] != "ok" or not r["metric"]:
+            continue
+        y = _num(r["value"])
+        for k in swept:
+            x = _num(r[k])
+            x = r[k] if x is None else x
+            others = [f"{o}={r[o]}" for o in swept if o != k]
+            label = ", ".join([r["variant"], *([r["profile"]] if several else []), *others])
+            out.setdefault((r["scenario"], r["metric"], k), {}).setdefault(label, []).append((x, y))
+    for series in out.values():
+        for pts in series.values():
+            if all(isinstance(x, float) for x, _ in pts):
+                pts.sort()
+    return out
+
+
+def write_plots(spec, out, directory):
+    _, rows = read_results(out)
+
+    def figures():
+        for (scenario, metric, key), series in plot_series(spec, rows).items():
+            fig = plots.figure(width_in=8.0, height_in=4.5)
+            plots.lines(fig, f"{scenario}: {metric}", key, metric, series)
+            yield f"sweep-{scenario}-{metric}-{key}", fig
+    return plots.write_figures(directory, figures())
+
+
+# ---------------------------------------------------------------------------- the command
+def configure(parser):
+    parser.add_argument("spec", metavar="SPEC.toml",
+                        help="the grid: [sweep] scenario(s), profiles, variants, metrics; "
+                             "[options] and [overrides], a list or a range {from, to, step} "
+                             "per key")
+    parser.add_argument("--out", metavar="RESULTS",
+                        help="results CSV, appended point by point (default: SPEC with .csv); "
+                             "also RESULTS.parquet with pyarrow installed")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue RESULTS: skip the points already in it")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: the number of CPUs; 1 runs in "
+                             "this process)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on this Dask distributed scheduler (e.g. tcp://host:8786) "
+                             f"instead of local processes ({CLUSTER_INSTALL})")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="also write DIR/sweep-SCENARIO-METRIC-KEY.png and .svg: each metric "
+                             "against each swept key, one line per variant (needs matplotlib)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    quiet_option(parser)
+    parser.epilog = "the spec format and the results file: docs/sweeps.md"
+
+
+def cmd(args):
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be at least 1")
+    if args.scheduler is not None and args.workers is not None:
+        raise CliError("--workers: the Dask cluster has its own workers (not with --scheduler)")
+    if args.plot:
+        plot_figure(args.plot)
+    if args.scheduler is not None:
+        try:
+            import dask.distributed  # noqa: F401   checked before the (slow) runs
+        except ImportError:
+            raise CliError(f"--scheduler needs dask.distributed: {CLUSTER_INSTALL}") from None
+    spec = load_spec(args.spec)
+    out = args.out or os.path.splitext(args.spec)[0] + ".csv"
+    summary = run_sweep(spec, out, args.resume, args.workers, args.scheduler, wanted(args))
+    summary["results"] = out
+    summary["parquet"] = write_parquet(out)
+    summary["plots"] = write_plots(spec, out, args.plot) if args.plot else []
+    if args.json:
+        return json.dumps(summary, indent=2) + "\n"
+    text = (f"{summary['points']} point{'s' * (summary['points'] != 1)}: {summary['ok']} run, {summary['errors']} failed "
+            f"(status=error), {summary['skipped']} already in {out}\nresults: {out}\n")
+    if summary["parquet"]:
+        text += f"results: {summary['parquet']}\n"
+    return text + "".join(f"plot: {p}\n" for p in summary["plots"])
+

@@ -1,0 +1,156 @@
+"""Running the points of a sweep: run_point (what a worker runs) and the executors it runs
+on: this process, a local process pool, or a Dask cluster."""
+import numbers
+import os
+
+from emu.studies.options import CliError
+from emu.studies.progress import progress
+from emu.studies.sweep.results import _write_all, open_results, point_csv, points_done
+
+CLUSTER_INSTALL = "pip install 'cacheline-emu[cluster]'"
+
+
+# ---------------------------------------------------------------------------- one point
+def _number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _plain(v):
+    """A number as a Python int or float (numpy's scalars print otherwise)."""
+    return int(v) if isinstance(v, numbers.Integral) else float(v)
+
+
+def result_rows(mod, result):
+    """[(variant, label, metric, value)] of a scenario result: every number of a variant,
+    its METRIC among them, labelled VARIANT; where the METRIC is a map of rows (dmapool-test's
+    time_us), its rows and those of every map with the same rows, labelled VARIANT ROW, as
+    scenarios.metric_values labels them."""
+    out = []
+    for v, d in result["variants"].items():
+        m = d[mod.METRIC]
+        rows = list(m) if isinstance(m, dict) else None
+        for k, x in d.items():
+            if rows is None and _number(x):
+                out.append((v, v, k, _plain(x)))
+            elif rows is not None and isinstance(x, dict) and list(x) == rows \
+                    and all(map(_number, x.values())):
+                out += [(v, f"{v} {r}", k, _plain(x[r])) for r in rows]
+    return out
+
+
+def run_point(point_id, argv):
+    """What a worker runs (a module-level function of plain arguments, for a process pool or
+    a Dask worker): `emu run` of argv; (point_id, [(variant, label, metric, value)], None),
+    or (point_id, None, "Type: message") when it raised."""
+    from emu.studies import cli
+    try:
+        args = cli.build_parser().parse_args(list(argv))
+        mod = cli.registry()[args.scenario]
+        return point_id, result_rows(mod, mod.run(args)), None
+    except SystemExit as e:
+        return point_id, None, f"SystemExit: {e.code}"
+    except Exception as e:  # noqa: BLE001   recorded as the point's error; the rest go on
+        return point_id, None, f"{type(e).__name__}: {e}"
+
+
+# ---------------------------------------------------------------------------- running
+class _Serial:
+    """The executor interface of the pool, run in this process (--workers 1)."""
+
+    def submit(self, fn, *a):
+        return fn(*a)
+
+    def results(self, futures):
+        yield from futures
+
+    def close(self):
+        pass
+
+
+class _Pool:
+    """A local process pool forked from this process, after the core was warmed up here."""
+
+    def __init__(self, workers):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        self.ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+
+    def submit(self, fn, *a):
+        return self.ex.submit(fn, *a)
+
+    def results(self, futures):
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+        try:
+            for f in as_completed(futures):
+                yield f.result()
+        except BrokenProcessPool as e:
+            raise CliError(f"a worker process died ({e}); --resume runs the points not "
+                           f"written") from None
+
+    def close(self):
+        self.ex.shutdown(cancel_futures=True)
+
+
+class _Dask:
+    def __init__(self, address):
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise CliError(f"--scheduler needs dask.distributed: {CLUSTER_INSTALL}") from None
+        try:
+            self.client = Client(address, timeout=30)
+        except (OSError, TimeoutError) as e:
+            raise CliError(f"--scheduler {address}: cannot connect: {e}") from None
+
+    def submit(self, fn, *a):
+        return self.client.submit(fn, *a, pure=False)
+
+    def results(self, futures):
+        from dask.distributed import as_completed
+        self.futures = futures
+        for f in as_completed(futures):
+            try:
+                yield f.result()
+            except Exception as e:  # noqa: BLE001   the worker died, not the point: stop
+                raise CliError(f"a Dask task failed ({type(e).__name__}: {e}); --resume "
+                               f"runs the points not written") from None
+
+    def close(self):
+        if getattr(self, "futures", None):
+            self.client.cancel(self.futures)
+        self.client.close()
+
+
+def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False):
+    """Run the points of `spec` not already in `out`, appending each as it finishes;
+    {"points", "skipped", "ok", "errors"}."""
+    done = points_done(out, spec, resume)
+    todo = [p for p in spec.points if p.id not in done]
+    by_id = {p.id: p for p in todo}
+    # the executor first: a cluster that cannot be reached leaves no file behind
+    if scheduler is not None:
+        ex = _Dask(scheduler)
+    elif (workers or os.cpu_count() or 1) <= 1 or len(todo) <= 1:
+        ex = _Serial()
+    else:
+        from emu.machine import Machine
+        Machine.warmup()   # compiled (or loaded) once here; the forked workers inherit it
+        ex = _Pool(min(workers or os.cpu_count(), len(todo)))
+    errors = 0
+    try:
+        fd = open_results(out, spec)
+        try:
+            futures = [ex.submit(run_point, p.id, list(p.argv)) for p in todo]
+            with progress(total=len(todo), desc=f"sweep {os.path.basename(spec.path)}",
+                          enabled=show, unit="point") as bar:
+                for pid, rows, error in ex.results(futures):
+                    _write_all(fd, point_csv(spec, by_id[pid], rows, error))
+                    errors += error is not None
+                    bar.update(1)
+        finally:
+            os.close(fd)
+    finally:
+        ex.close()
+    return {"points": len(spec.points), "skipped": len(spec.points) - len(todo),
+            "ok": len(todo) - errors, "errors": errors}
