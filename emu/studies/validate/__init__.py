@@ -9,9 +9,7 @@ outside it is a known gap only if KNOWN_GAPS documents the range it falls in, wi
 `python -m emu.studies.validate --suggest-gaps` prints KNOWN_GAPS for the rows as they
 are now (after a change of the timing model).
 """
-import argparse
 import math
-import sys
 import textwrap
 from dataclasses import dataclass
 from functools import partial
@@ -717,23 +715,3 @@ def markdown(results):
             out.append(f"### {key}\n\n" + "".join(
                 f"- `{n}` on `{p}`: ratio {lo}-{hi}\n" for p, n, lo, hi in rows) + f"\n{why}.\n\n")
     return "".join(out)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m emu.studies.validate",
-                                     description=__doc__.splitlines()[0])
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--suggest-gaps", action="store_true",
-                      help="print KNOWN_GAPS for every row outside the band as it is now")
-    what.add_argument("--markdown", action="store_true",
-                      help="print docs/validation.md's rows and known gaps")
-    parser.add_argument("--profile", action="append", choices=profiles(), metavar="P",
-                        help="only this profile's rows (repeatable)")
-    args = parser.parse_args(argv)
-    results = run_rows(select(args.profile))
-    sys.stdout.write(suggest_gaps(results) if args.suggest_gaps else markdown(results))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
