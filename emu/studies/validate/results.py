@@ -140,7 +140,8 @@ def markdown(results):
                        f"{r.row.unit} | {r.status} | {src} |\n")
         out.append("\n")
     out.append("## Known gaps\n\nThe rows outside the band, grouped by their reason (`REASONS`"
-               " in `emu/studies/validate.py`), with the ratio range `KNOWN_GAPS` documents.\n\n")
+               " in `emu/studies/validate/rows.py`), with the ratio range `KNOWN_GAPS` documents."
+               "\n\n")
     for key, why in REASONS.items():
         rows = [(p, n, lo, hi) for (p, n), (lo, hi, w) in KNOWN_GAPS.items() if w == why]
         if rows:
