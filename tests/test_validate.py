@@ -159,12 +159,14 @@ class FailingFigure:
 
 
 def test_plots_are_renamed_only_when_all_succeeded(results, monkeypatch, tmp_path):
-    monkeypatch.setattr(validate, "_render", lambda Figure, profile, rs: FailingFigure(profile))
+    monkeypatch.setattr(validate.figures, "_render",
+                        lambda Figure, profile, rs: FailingFigure(profile))
     assert "skylake-ddr4" in results and list(results)[-1] != "skylake-ddr4"
     with pytest.raises(OSError):
         validate.write_plots(results, tmp_path, None)
     assert os.listdir(tmp_path) == []
-    monkeypatch.setattr(validate, "_render", lambda Figure, profile, rs: FailingFigure(None))
+    monkeypatch.setattr(validate.figures, "_render",
+                        lambda Figure, profile, rs: FailingFigure(None))
     paths = validate.write_plots(results, tmp_path, None)
     names = [f"validate-{p}.{ext}" for p in results for ext in ("png", "svg")]
     assert sorted(os.listdir(tmp_path)) == sorted(names)

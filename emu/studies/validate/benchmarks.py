@@ -1,0 +1,195 @@
+"""The microbenchmark programs of `emu validate` (docs/validation.md "Method"), each
+mirroring the published method of its rows. Each takes a fresh Machine (timing only) and
+returns the emulated value in its row's unit; rows.py binds them to their rows."""
+import numpy as np
+
+from isa.ops import (
+    COL_ADDR,
+    COL_DATA,
+    COL_FLAGS,
+    COL_OP,
+    COL_SIZE,
+    FLAG_DEPENDENT,
+    N_COLS,
+    Op,
+)
+from isa.program import Program
+
+LINE = 64
+LOADS = 1 << 15     # timed loads of a latency row
+MEMORY_BUFFER = 512 << 20   # [ILX] NewMemLat's DRAM region; LMBench 384-512 MB (§2)
+
+
+def _rows(op, addrs, size=0, flags=0):
+    """An op array of one `op` per address (Program.from_array validates it)."""
+    a = np.zeros((len(addrs), N_COLS), dtype=np.int64)
+    a[:, COL_OP] = op
+    a[:, COL_ADDR] = addrs
+    a[:, COL_SIZE] = size
+    a[:, COL_DATA] = -1
+    a[:, COL_FLAGS] = flags
+    return a
+
+
+def _interleave(*arrays):
+    """Op arrays of equal length merged row by row (a[0], b[0], a[1], b[1], ...)."""
+    return np.stack(arrays, axis=1).reshape(-1, N_COLS)
+
+
+def _cycle(nbytes, steps=None):
+    """Byte offsets of the lines of a buffer of `nbytes` in the order of a random cyclic
+    permutation: all of them, or its first `steps`."""
+    rng = np.random.default_rng(1)
+    lines = nbytes // LINE
+    order = rng.permutation(lines) if steps is None else rng.choice(lines, steps, replace=False)
+    return order.astype(np.int64) * LINE
+
+
+def _base(m, region):
+    return m.regions[region]["base"]
+
+
+def chase_cycles(m, nbytes, region="dram0"):
+    """Pointer chasing inside a cache level: dependent loads around a random cycle through a
+    buffer of `nbytes`, a warm-up pass, then passes until at least LOADS loads are timed.
+    Cycles per load."""
+    addrs = _base(m, region) + _cycle(nbytes)
+    m.run(Program().loads(addrs, dependent=True))
+    passes = -(-LOADS // len(addrs))
+    r = m.run(Program().loads(np.tile(addrs, passes), dependent=True))
+    return r.cycles / (passes * len(addrs))
+
+
+def chase_ns(m, region, pattern):
+    """Idle memory latency: dependent loads through a MEMORY_BUFFER buffer, LOADS of them,
+    in a random cyclic order (its first LOADS steps: a warm-up pass over a buffer this much
+    larger than the LLC would leave none of them cached) or line by line in address order
+    (`sequential`). ns per load."""
+    offsets = _cycle(MEMORY_BUFFER, LOADS) if pattern == "random" else np.arange(LOADS) * LINE
+    r = m.run(Program().loads(_base(m, region) + offsets, dependent=True))
+    return r.seconds * 1e9 / len(offsets)
+
+
+def hitm_ns(m, lines=2048):
+    """Cache-to-cache transfer (MLC's c2c latency): another core on the socket writes a
+    line, then this core's dependent load reads it; around a random cycle of `lines` lines,
+    a warm-up pass, then a timed one. ns per load."""
+    p = Program()
+    for a in _base(m, "dram0") + _cycle(lines * LINE):
+        p.peer_write(int(a), size=8).load(int(a), dependent=True)
+    m.run(p)
+    return m.run(p).seconds * 1e9 / lines
+
+
+def _stream(m, region, dimms):
+    """Byte addresses of a stream of lines through a buffer of 4 x the LLC, all of the
+    region's media interleave stripes (dimms=None) or those of one DIMM only (dimms=1:
+    every `channels`-th stripe, as a non-interleaved DIMM sees a stream)."""
+    nbytes = 4 * m.profile.values["cache"]["llc"]["size_bytes"]
+    base = _base(m, region)
+    if dimms is None:
+        return base + np.arange(0, nbytes, LINE, dtype=np.int64)
+    media = m.profile.values["media"][m.regions[region]["media"]]
+    stripe, step = media["interleave_bytes"], media["interleave_bytes"] * media["channels"]
+    starts = base + np.arange(nbytes // stripe, dtype=np.int64) * step
+    return (starts[:, None] + np.arange(0, stripe, LINE)[None, :]).reshape(-1)
+
+
+def bandwidth(m, region, kind, dimms=None):
+    """Single-thread bandwidth: 64-byte loads ("read") or non-temporal 64-byte stores and an
+    SFENCE ("ntstore") streaming once through a buffer of 4 x the LLC (never touched
+    before, so every line comes from or goes to memory). GB/s."""
+    addrs = _stream(m, region, dimms)
+    if kind == "read":
+        p = Program.from_array(_rows(Op.LOAD, addrs, LINE))
+    else:
+        p = Program.from_array(np.concatenate([_rows(Op.MOVNT, addrs, LINE),
+                                               _rows(Op.SFENCE, [0])]))
+    return len(addrs) * LINE / m.run(p).seconds / 1e9
+
+
+PERSIST_BYTES = 4 << 20   # written per row: 40 x the XPBuffers of the 6 DIMMs (6 x 16 KiB)
+
+
+def persist_ns(m, region, path, nbytes):
+    """Persist latency: write `nbytes` and SFENCE, back to back until PERSIST_BYTES are
+    written, each time to fresh lines; ns per repetition. So long a loop runs in the steady
+    state of a latency benchmark's loop: in a short one the DIMMs' XPBuffers would still be
+    absorbing the writes. "ntstore": non-temporal 64-byte stores; "clwb": 64-byte stores to
+    lines read beforehand (the published 57-62 ns of the 64-byte case are below any media
+    read, so the stored lines were cached), a CLWB after each."""
+    reps = PERSIST_BYTES // nbytes
+    lines = _base(m, region) + np.arange(0, PERSIST_BYTES, LINE, dtype=np.int64)
+    if path == "ntstore":
+        writes = _rows(Op.MOVNT, lines, LINE)
+    else:
+        m.run(Program().loads(lines))
+        writes = _interleave(_rows(Op.STORE, lines, LINE), _rows(Op.CLWB, lines))
+    fence = np.broadcast_to(_rows(Op.SFENCE, [0]), (reps, 1, N_COLS))
+    p = Program.from_array(np.concatenate([writes.reshape(reps, -1, N_COLS), fence], axis=1)
+                           .reshape(-1, N_COLS))
+    # drain=False: the time to the last SFENCE's completion, not to the media's last write
+    return m.run(p, drain=False).seconds * 1e9 / reps
+
+
+def ewr(m, nbytes, writes=50000):
+    """Effective write ratio: `writes` random non-temporal writes of `nbytes` (whole lines,
+    aligned to nbytes) over 1 GiB of the 6 interleaved DIMMs of pmem0, then SFENCE; bytes
+    the memory controller took / bytes written to the media (whole XPLines)."""
+    rng = np.random.default_rng(1)
+    blocks = rng.choice((1 << 30) // nbytes, writes, replace=False).astype(np.int64) * nbytes
+    addrs = (_base(m, "pmem0") + blocks[:, None] + np.arange(0, nbytes, LINE)[None, :])
+    m.run(Program.from_array(np.concatenate([_rows(Op.MOVNT, addrs.reshape(-1), LINE),
+                                             _rows(Op.SFENCE, [0])])))
+    s = m.stats()["media"]["optane"]
+    xpline = m.profile.values["media"]["optane"]["xpline_bytes"]
+    return s["writes"] * LINE / (s["media_line_writes"] * xpline)
+
+
+def fence_cycles(m, op, n=1000):
+    """Reciprocal throughput of back-to-back fences (`op`), nothing outstanding: cycles."""
+    return m.run(Program.from_array(_rows(op, np.zeros(n, dtype=np.int64)))).cycles / n
+
+
+def flush_cycles(m, op, n=1000):
+    """Reciprocal throughput of back-to-back cache-line flushes (`op`) of n clean cached lines
+    (read beforehand): cycles per flush, to the last one done."""
+    addrs = _base(m, "dram0") + np.arange(n, dtype=np.int64) * LINE
+    m.run(Program().loads(addrs))
+    return m.run(Program.from_array(_rows(op, addrs))).cycles / n
+
+
+def lfence_extra_cycles(m, nbytes=16 << 10):
+    """LFENCE in a dependency chain: pointer chasing in L1 (a random cycle through
+    `nbytes`, warmed up) with and without an LFENCE after every load; the extra cycles per
+    LFENCE."""
+    addrs = _base(m, "dram0") + _cycle(nbytes)
+    chase = _rows(Op.LOAD, np.tile(addrs, -(-LOADS // len(addrs))), 8, FLAG_DEPENDENT)
+    m.run(Program.from_array(chase))
+    plain = m.run(Program.from_array(chase)).cycles
+    fences = _rows(Op.LFENCE, np.zeros(len(chase), dtype=np.int64))
+    fenced = m.run(Program.from_array(_interleave(chase, fences))).cycles
+    return (fenced - plain) / len(chase)
+
+
+def rep_movsb_bytes_per_cycle(m, nbytes=8192, reps=100):
+    """REP MOVSB inside L1D: `nbytes` from one buffer to the next (both together half the
+    L1D, so they stay resident), a warm-up copy, then `reps` copies: bytes per cycle."""
+    src = _base(m, "dram0")
+    dst = src + nbytes
+    m.run(Program().rep_movsb(dst, src, nbytes))
+    p = Program()
+    for _ in range(reps):
+        p.rep_movsb(dst, src, nbytes)
+    return nbytes * reps / m.run(p).cycles
+
+
+def locked_rmw_cycles(m, reps=200):
+    """LOCK ADD latency: `reps` locked RMWs of one L1-resident line back to back (each a full
+    barrier, so each waits for the one before): cycles per op."""
+    line = _base(m, "dram0")
+    m.run(Program().load(line))
+    p = Program()
+    for _ in range(reps):
+        p.lock_rmw(line, size=8, value=1)
+    return m.run(p).cycles / reps
