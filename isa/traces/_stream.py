@@ -113,6 +113,5 @@ def _range_why(addr, size):
             f"({PHYS_LIMIT:#x})")
 
 
-
 def _in_range(addr, size):
     return addr <= PHYS_LIMIT - size  # addr + size would overflow int64 near 2**63
