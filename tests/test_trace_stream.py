@@ -240,7 +240,7 @@ def test_address_range_is_checked_per_line(tmp_path):
 
 
 def test_too_long_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(traces, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(traces._text, "MAX_LINE_BYTES", 100)  # where the text reader looks it up
     f = tmp_path / "t.din"
     f.write_text("0 10\n0 " + "1" * 200 + "\n0 10\n")
     for chunk_bytes in (7, 1000):  # the line across blocks, and inside one block
