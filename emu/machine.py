@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from emu import _core, _pipeline
+from emu import _core, _pipeline, fastforward
 from emu import state as st
 from emu.results import (
     CrashImage,
@@ -269,13 +269,18 @@ class Machine:
         cycle it took until."""
         return int(_pipeline.finish(self.S))
 
-    def run(self, program, drain=True):
+    def run(self, program, drain=True, repeat=1):
         """Execute a whole Program; returns RunResult. Raises EmuFault subclasses.
         drain=False leaves the ops in flight, so that the next run continues as if the two
         programs were one (a trace run in chunks); RunResult.cycles then counts to the last
-        op's issue, and drain() ends the sequence."""
+        op's issue, and drain() ends the sequence. repeat=N: the program N times back to
+        back, as one program of N copies (the state the same), the repetitions the machine
+        shows to repeat applied at once (emu.fastforward; RunResult.fast_forwarded says
+        how many)."""
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+        if isinstance(repeat, bool) or repeat != 1:
+            return self._run_repeated(program, drain, repeat)
         _announce_compile(self)
         work, units = program.validate()
         bound = self.cycles + work + units * self._cycles_per_unit
@@ -341,6 +346,18 @@ class Machine:
                          undone=undone if fixups else None)
 
     # ------------------------------------------------------------------ memory
+    def _run_repeated(self, program, drain, n):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"run(repeat={n!r}): a number of repetitions, at least 1")
+        if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
+            raise ValueError("run(repeat=N) of a program with exception-table ops: run it N "
+                             "times to read each run's RunResult.left()")
+        start = self.cycles
+        skipped = fastforward.run_repeated(self, program, int(n))
+        cycles = (self.drain() if drain else self.cycles) - start
+        return RunResult(cycles, cycles / (self.freq_ghz * 1e9), len(program) * int(n),
+                         fast_forwarded=skipped)
+
     def _check_mapped(self, addr, n):
         """The facade's one check before compiled code sees an address range: whole numbers,
         inside the physical address space (compiled lookups do not bounds-check), mapped."""

@@ -43,6 +43,7 @@ class RunResult:
     seconds: float
     ops: int
     undone: np.ndarray | None = None   # bytes each exception-table op left undone
+    fast_forwarded: int = 0   # with repeat=N: the repetitions applied as a shift, not run
 
     def left(self, op_index):
         """Bytes op `op_index` (a FLAG_EXTABLE / FLAG_MCSAFE op) left undone: 0 unless it

@@ -43,6 +43,9 @@ def configure(parser):
     parser.add_argument("--scale", type=_scale, default=1.0,
                         help="fraction of the 1M copies to run, in (0, 1] (whole 4 MiB passes, "
                              "at least one)")
+    parser.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
+                        help="run every pass (the same result: passes the machine shows to "
+                             "repeat are otherwise applied at once, Machine.run(repeat=N))")
 
 
 def _regions(m, remote):
@@ -60,7 +63,7 @@ def _regions(m, remote):
     return m.regions[dst[0]], m.regions[src[0]]
 
 
-def run_variant(profile, overrides, variant, rounds):
+def run_variant(profile, overrides, variant, rounds, fast_forward=True):
     profiler.label(variant)
     copy, placement = variant.split(",")
     m = Machine(profile, overrides)
@@ -68,13 +71,16 @@ def run_variant(profile, overrides, variant, rounds):
     src_addr = src["base"] + (1 << 20)
     pattern = np.arange(COPY_BYTES, dtype=np.uint32).astype(np.uint8) ^ 0x5A
     m.write(src_addr, pattern)
-    r = m.run(study_program(copy, dst["base"], src_addr, rounds))
+    if fast_forward:   # one pass, `rounds` times back to back: the same program
+        r = m.run(study_program(copy, dst["base"], src_addr, 1), repeat=rounds)
+    else:
+        r = m.run(study_program(copy, dst["base"], src_addr, rounds))
     last = dst["base"] + ((rounds * COPIES_PER_BUFFER - 1) % COPIES_PER_BUFFER) * COPY_BYTES
     if m.read(last, COPY_BYTES) != pattern.tobytes():
         raise AssertionError("functional check failed: the last copy differs from the source")
     s = m.stats()
     nv_media = dst["media"]
-    return {"seconds": r.seconds, "cycles": r.cycles,
+    return {"seconds": r.seconds, "cycles": r.cycles, "passes_fast_forwarded": r.fast_forwarded,
             "bytes_copied": rounds * BUFFER_BYTES,
             "nvdimm_line_writes": s["media"][nv_media]["writes"],
             "llc_misses": s["levels"][m.level_names[-1]]["misses"]}
@@ -83,7 +89,8 @@ def run_variant(profile, overrides, variant, rounds):
 def run(args):
     rounds = max(1, int(round(FULL_ROUNDS * args.scale)))
     overrides = dict(args.overrides)
-    variants = {v: run_variant(args.profile or DEFAULT_PROFILE, overrides, v, rounds)
+    variants = {v: run_variant(args.profile or DEFAULT_PROFILE, overrides, v, rounds,
+                               args.fast_forward)
                 for v in progress(VARIANTS, NAME, wanted(args))}
     ratios = {p: variants[f"clflush,numa={p}"]["seconds"] / variants[f"movnt,numa={p}"]["seconds"]
               for p in ("local", "remote")}

@@ -1,0 +1,259 @@
+"""Exact fast-forward of repeated work: Machine.run(program, repeat=N).
+
+The body runs N times back to back (as one program of N copies of it: nothing drains in
+between). After each repetition a signature of the small sections (clocks relative, older
+values alike) is compared with those of the last MAX_PERIOD repetitions; one equal to the
+signature p repetitions before proposes a period p, and the state then is matched, word
+by word, against the state p repetitions later. Every word of the state is one of:
+- a point on a clock (emu.timeshift): it must have moved by the clock's advance over the p
+  repetitions, or not at all ("stale": a value no repetition rewrote, which must lie
+  strictly before every moving value of its clock and before the clock itself at the
+  start, so that every comparison it takes part in comes out as it did);
+- a slot of a ring (the ROB, the store buffer, each WPQ, the pending-snapshot ring with its
+  snapshot bytes): the ring, turned by its head's advance, must be the old one moved along
+  its clock (every slot rewritten);
+- a counter (events, running totals and the sites' marks of them): it may change, by D;
+- anything else (tags, flags, policy bits, queues, regions, memory): it must be equal,
+  and so must every byte of functional memory.
+Then the next p repetitions would do exactly what the last p did, moved along the clocks
+(the model is time-translation invariant: tests/test_timeshift.py): k x p of the remaining
+ones are applied at once (moving values += k x advance, counters += k x D, rings turned k
+times), and the rest run. Where the state never repeats, everything runs
+(RunResult.fast_forwarded = 0). The stale-value rule is an argument about how the model
+uses times (a stored time is only ever compared with later ones), not a proof:
+tests/test_fastforward.py holds repeat=N bit-identical to the N runs (cycles, every
+counter, the state, memory and the crash image) on random bodies and profiles.
+"""
+import numpy as np
+
+from emu import timeshift
+from emu.state import SC, TP
+from memmodel import media as md
+from memmodel import memory as mm
+from memmodel._hotlines import HL
+from memmodel.cache import N_LV
+from memmodel.layout import LV, LV_AT, MS
+from memmodel.prefetch import stream
+
+MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
+COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
+COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
+                   MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
+                   MS.HOT_USED, MS.HOT_DROPPED, SC.OPS, SC.SITE_OPS, SC.SITE_L1D_MISSES,
+                   SC.SITE_LLC_MISSES, SC.SITE_MEDIA_READS, SC.SITE_MEDIA_WRITES,
+                   SC.SITE_L1D_STORE_MISSES, SC.SITE_LLC_STORE_MISSES, SC.SITE_L1D_PENDING,
+                   SC.SITE_LLC_PENDING, SC.SITE_LOADS, SC.SITE_STORES)
+HOT_COUNTS = (HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES)
+
+
+class _Layout:
+    """The classification of every word of m.S (for the current layout)."""
+
+    def __init__(self, m):
+        S, lay = m.S, m.layout
+        n = self.words = len(S)
+        rings = self.rings = []   # (head index, size, [(flat slots (size, width), clock)])
+        ring_words = np.zeros(n, dtype=bool)
+
+        def ring(head, size, parts):
+            rings.append((head, size, parts))
+            for idx, _ in parts:
+                ring_words[idx.reshape(-1)] = True
+
+        def section(name):
+            off = lay.offsets[name]
+            return np.arange(off, off + int(np.prod(lay.shapes[name]))).reshape(
+                lay.shapes[name] if len(lay.shapes[name]) > 1 else (-1, 1))
+
+        ring(SC.ROB_HEAD, int(S[TP.ROB]), [(section("rob_seq"), "uops"),
+                                          (section("rob_lseq"), "loads"),
+                                          (section("rob_done"), "cycles")])
+        ring(SC.SB_HEAD, int(S[TP.SB]), [(section("sb"), "cycles")])
+        ring(MS.PEND_HEAD, mm.SNAPSHOTS, [(section("pend"), None)])
+        chan = section("chan")
+        mp = lay.view(S, "mp")
+        row = 0
+        for media in range(mp.shape[0]):
+            wpq = int(mp[media, md.MP.WPQ])
+            for _ in range(int(mp[media, md.MP.CHANNELS])):
+                head = chan[row, md.CH.WPQ_HEAD]
+                ring(int(head), wpq, [(chan[row, md.CH.WPQ0:md.CH.WPQ0 + wpq].reshape(-1, 1),
+                                      "cycles")])
+                row += 1
+        counter = np.zeros(n, dtype=bool)
+        for name in COUNTER_SECTIONS:
+            counter[section(name).reshape(-1)] = True
+        counter[list(map(int, COUNTER_SCALARS))] = True
+        hot = section("hot")
+        counter[hot[:, list(HOT_COUNTS)].reshape(-1)] = True
+        self.counter = np.flatnonzero(counter)
+        self.clocks = {}
+        clock_word = np.zeros(n, dtype=bool)
+        for (clock, neg), idx in timeshift.fields(m).items():
+            idx = idx[~ring_words[idx]]
+            self.clocks[(clock, neg)] = idx
+            clock_word[idx] = True
+        head_words = np.array([h for h, _, _ in rings], dtype=np.int64)
+        exact = ~(counter | clock_word | ring_words)
+        exact[head_words] = False
+        self.exact = np.flatnonzero(exact)
+        # the signature: the small sections, clocks taken relative to their own value, a
+        # cheap first test of a repetition (match() then checks every word)
+        small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
+                                          + int(np.prod(lay.shapes[name])))
+                                for name in ("sc", "ms", "lv", "wc", "lfb", "stream")])
+        clock_at = {}
+        for (clock, _), idx in self.clocks.items():
+            for i in idx:
+                clock_at[int(i)] = clock
+        heads = np.zeros(n, dtype=bool)
+        heads[[h for h, _, _ in rings]] = True
+        self.sig = small[~counter[small] & ~heads[small]]
+        self.sig_clock = [clock_at.get(int(i)) for i in self.sig]
+        # each clock's own value (its "now"), for the stale test
+        self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
+                    "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
+        for lvl in range(len(m.level_names)):
+            self.now[timeshift.clock_of_level(lvl)] = LV_AT + lvl * N_LV + LV.STAMP
+
+
+def _advances(lay, a, b):
+    d = {c: int(b[i] - a[i]) for c, i in lay.now.items()}
+    d["fp"] = d["cycles"] * md.FP
+    return d
+
+
+def match(lay, a, b, mem_a, mem_b):
+    """The plan that applies one more period to state b (states a and b, p repetitions
+    apart), or None if b is not a after one period. mem_*: (pt, frames)."""
+    if not np.array_equal(a[lay.exact], b[lay.exact]):
+        return None
+    if mem_a[0].shape != mem_b[0].shape or not np.array_equal(mem_a[0], mem_b[0]):
+        return None
+    fa, fb = mem_a[1], mem_b[1]
+    if fa.shape != fb.shape:
+        return None
+    snaps = mm.RESERVED_FRAMES
+    if not np.array_equal(fa[snaps:], fb[snaps:]):
+        return None
+    adv = _advances(lay, a, b)
+    moving = {}
+    for (clock, neg), idx in lay.clocks.items():
+        d = adv.get(clock, 0)
+        va, vb = a[idx], b[idx]
+        if neg:
+            none = (va < 0) | (vb < 0)
+            if not np.array_equal(va[none], vb[none]):
+                return None
+        else:
+            none = np.zeros(len(idx), dtype=bool)
+        moved = (vb == va + d) & ~none
+        stale = (vb == va) & ~none & ~moved
+        if not np.all(moved | stale | none):
+            return None
+        if d and stale.any():
+            bound = a[lay.now[clock]] if clock in lay.now else a[SC.NOW] * md.FP
+            if moved.any():
+                bound = min(bound, va[moved].min())
+            if va[stale].max() >= bound:
+                return None
+        moving[(clock, neg)] = idx[moved] if d else idx[:0]
+    turns, ring_moved = [], []
+    for head, size, parts in lay.rings:
+        t = int(b[head] - a[head]) % size
+        for slots, clock in parts:
+            d = adv.get(clock, 0) if clock else 0
+            va, vb = np.roll(a[slots], t, axis=0), b[slots]
+            moved = vb == va + d
+            if t == 0 and d and not moved.all():
+                # a ring that did not turn: slots no repetition wrote are stale values
+                stale = (vb == va) & ~moved
+                if not (moved | stale).all() or va[stale].max() >= min(
+                        a[lay.now[clock]], va[moved].min() if moved.any() else a[lay.now[clock]]):
+                    return None
+            elif not moved.all():
+                return None
+            ring_moved.append(moved)
+        turns.append(t)
+    pend_turn = turns[2]
+    if not np.array_equal(np.roll(fa[:snaps].reshape(mm.SNAPSHOTS, 64), pend_turn, axis=0),
+                          fb[:snaps].reshape(mm.SNAPSHOTS, 64)):
+        return None
+    return {"adv": adv, "moving": moving, "turns": turns, "ring_moved": ring_moved,
+            "counts": b[lay.counter] - a[lay.counter]}
+
+
+def apply(m, lay, plan, k):
+    """Move machine m by k periods of `plan`."""
+    S = m.S
+    for (clock, _), idx in plan["moving"].items():
+        S[idx] += k * plan["adv"].get(clock, 0)
+    S[lay.counter] += k * plan["counts"]
+    moved = iter(plan["ring_moved"])
+    for (head, size, parts), t in zip(lay.rings, plan["turns"]):
+        turn = (k * t) % size
+        for slots, clock in parts:
+            d = plan["adv"].get(clock, 0) if clock else 0
+            S[slots] = np.roll(S[slots], turn, axis=0) + k * d * next(moved)
+        S[head] = (S[head] + turn) % size
+    snaps = mm.RESERVED_FRAMES
+    turn = (k * plan["turns"][2]) % mm.SNAPSHOTS
+    m.frames[:snaps] = np.roll(m.frames[:snaps].reshape(mm.SNAPSHOTS, 64), turn,
+                               axis=0).reshape(snaps, mm.PAGE_BYTES)
+
+
+def _signature(lay, S, before):
+    """The small sections (ring heads left out), each clock value relative to its clock,
+    the values older than the last repetition (`before`: the clocks then) all alike: equal
+    for states p repetitions apart in a repeating run, and cheap. Only a filter: match()
+    decides."""
+    v = S[lay.sig].copy()
+    for j, clock in enumerate(lay.sig_clock):
+        if clock is None:
+            continue
+        i = lay.now.get(clock, int(SC.NOW))
+        scale = md.FP if clock == "fp" else 1
+        rel = v[j] - S[i] * scale
+        v[j] = rel if v[j] >= before[i] * scale else np.iinfo(np.int64).min
+    return v.tobytes()
+
+
+def _snapshot(m):
+    return m.S.copy(), (m.pt.copy(), m.frames.copy())
+
+
+def run_repeated(m, program, n):
+    """Run `program` n times back to back on machine m, as one program of n copies of it
+    would (nothing drained between them); returns the repetitions fast-forwarded. A
+    repetition whose signature equals one p before proposes a period p; the state then and
+    p repetitions later are matched word by word."""
+    lay, sigs, candidate = None, [], None
+    done = skipped = 0
+    while done < n:
+        before = {i: int(m.S[i]) for i in lay.now.values()} if lay else None
+        m.run(program, drain=False)
+        done += 1
+        if lay is None or lay.words != len(m.S):   # the first run may add sites (site_ctr)
+            lay, sigs, candidate = _Layout(m), [], None
+        if candidate is not None and done == candidate[0] + candidate[1]:
+            _, p, old = candidate
+            candidate = None
+            now = _snapshot(m)
+            plan = match(lay, old[0], now[0], old[1], now[1])
+            k = (n - done) // p if plan is not None else 0
+            if k:
+                apply(m, lay, plan, k)
+                done += k * p
+                skipped += k * p
+                sigs = []
+                continue
+        if before is None:
+            continue
+        sig = _signature(lay, m.S, before)
+        if candidate is None:
+            for p in range(1, len(sigs) + 1):
+                if sigs[-p] == sig and n - done >= 2 * p:
+                    candidate = (done, p, _snapshot(m))
+                    break
+        sigs = (sigs + [sig])[-MAX_PERIOD:]
+    return skipped
