@@ -9,7 +9,6 @@ from isa import Program
 from isa.ops import Op
 from tests.test_timeshift import CONFIGS
 
-
 # op mixes: loads, dependent loads, stores, SFENCE, MFENCE, WORK, locked ops, LFENCE, CLWB,
 # CLFLUSH, NT stores, REP MOVSB. The first two repeat within a few dozen repetitions; the
 # others mostly never do (WC buffers and the write-back snapshots in rotation, the fast
