@@ -102,19 +102,26 @@ class _Layout:
         small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
                                           + int(np.prod(lay.shapes[name])))
                                 for name in ("sc", "ms", "lv", "wc", "lfb", "stream")])
-        clock_at = {}
+        names = sorted({clock for clock, _ in self.clocks})
+        clock_at = np.full(n, -1, dtype=np.int64)
         for (clock, _), idx in self.clocks.items():
-            for i in idx:
-                clock_at[int(i)] = clock
+            clock_at[idx] = names.index(clock)
         heads = np.zeros(n, dtype=bool)
         heads[[h for h, _, _ in rings]] = True
         self.sig = small[~counter[small] & ~heads[small]]
-        self.sig_clock = [clock_at.get(int(i)) for i in self.sig]
+        self.sig_clock = [names[c] if c >= 0 else None for c in clock_at[self.sig]]
         # each clock's own value (its "now"), for the stale test
         self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
                     "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
         for lvl in range(len(m.level_names)):
             self.now[timeshift.clock_of_level(lvl)] = LV_AT + lvl * N_LV + LV.STAMP
+        # the signature's clock values, per clock: (positions, the clock's word, its scale)
+        groups = {}
+        for j, clock in enumerate(self.sig_clock):
+            if clock is not None:
+                groups.setdefault(clock, []).append(j)
+        self.sig_groups = [(np.array(js), int(self.now.get(c, SC.NOW)), md.FP if c == "fp" else 1)
+                           for c, js in groups.items()]
 
 
 def _advances(lay, a, b):
@@ -208,13 +215,9 @@ def _signature(lay, S, before):
     for states p repetitions apart in a repeating run, and cheap. Only a filter: match()
     decides."""
     v = S[lay.sig].copy()
-    for j, clock in enumerate(lay.sig_clock):
-        if clock is None:
-            continue
-        i = lay.now.get(clock, int(SC.NOW))
-        scale = md.FP if clock == "fp" else 1
-        rel = v[j] - S[i] * scale
-        v[j] = rel if v[j] >= before[i] * scale else np.iinfo(np.int64).min
+    for js, i, scale in lay.sig_groups:
+        vals = v[js]
+        v[js] = np.where(vals >= before[i] * scale, vals - S[i] * scale, np.iinfo(np.int64).min)
     return v.tobytes()
 
 
