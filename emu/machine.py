@@ -12,6 +12,12 @@ import numpy as np
 
 from emu import _core, _pipeline, fastforward
 from emu import state as st
+from emu.limits import (
+    CLOCK_LIMIT,
+    DEFAULT_MEMORY_LIMIT_BYTES,
+    check_machine_args,
+    cycles_per_unit,
+)
 from emu.results import (
     CrashImage,
     MachineCheck,
@@ -58,7 +64,6 @@ _compile_checked = False   # the notice is considered once per process
 #: Objects told of every new Machine (emu.profiler.capture): each has `hot_lines`, the
 #: hot-line table a machine made while it watches keeps, and `add(machine)`.
 OBSERVERS = []
-MAX_HOT_LINES = 1 << 22
 
 
 def _core_cached(S, pt, frames):
@@ -92,66 +97,8 @@ def _announce_compile(m):
               file=sys.stderr, flush=True)
 
 
-#: Functional memory a Machine may hold by default: a third of the 24 GiB machines this
-#: project runs on, so that a run and its analysis fit beside each other.
-DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
-
-
-#: A run that could carry the clock past this is refused before it starts: the clock is
-#: int64, and media channels keep time in md.FP units per cycle, with headroom for sums.
-CLOCK_LIMIT = (1 << 62) // md.FP
-
-
-def _cycles_per_unit(values):
-    """An upper bound on the cycles one op, or one cacheline it touches, adds to the clock:
-    every latency of the profile (keys in _ns and _cycles) and every per-line transfer time
-    (64 B at each _gbps bandwidth, and at rep movsb's bytes per cycle) paid at once, for the
-    line, its write-back and each line the prefetcher issues with it, times 8 for media
-    that move more than 64 bytes per line (Optane's 256-byte XPLine)."""
-    ns = cycles = 0.0
-    stack = [values]
-    while stack:
-        for key, x in stack.pop().items():
-            if isinstance(x, dict):
-                stack.append(x)
-            elif isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0:
-                if key.endswith("_ns"):
-                    ns += x
-                elif key.endswith("_cycles"):
-                    cycles += x
-                elif key.endswith("_gbps"):
-                    ns += 64 / x
-                elif key.endswith("_bytes_per_cycle"):
-                    cycles += 64 / x
-    per_line = ns * values["core"]["freq_ghz"] + cycles
-    return 8 * per_line * (2 + values["prefetch"]["stream_degree_lines"]) + 1
-
-
 # The state sections whose counters stats() reports and reset_stats() zeroes.
 _COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
-
-
-def _check_machine_args(regions, **args):
-    """TypeError/ValueError for a Machine() argument the model has no meaning for."""
-    for name in ("functional", "smap"):
-        if not isinstance(args[name], (bool, np.bool_)):
-            raise TypeError(f"Machine({name}=...) must be True or False, not {args[name]!r}")
-    for name in ("node", "seed", "memory_limit_bytes", "hot_lines"):
-        v = args[name]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
-    if args["memory_limit_bytes"] < 0:
-        raise ValueError(f"Machine(memory_limit_bytes={args['memory_limit_bytes']}): negative")
-    h = args["hot_lines"]
-    if not 0 <= h <= MAX_HOT_LINES or h & (h - 1):
-        raise ValueError(f"Machine(hot_lines={h}): not a power of two up to {MAX_HOT_LINES} "
-                         "(or 0)")
-    if not 0 <= args["seed"] < 1 << 63:
-        raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
-    nodes = sorted({0} | {r["node"] for r in regions})
-    if args["node"] not in nodes:
-        raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "
-                         f"{', '.join(map(str, nodes))}; the core must run on one of them")
 
 
 class Machine:
@@ -183,7 +130,7 @@ class Machine:
         regions = sorted(regions, key=lambda r: r["base"])
         if hot_lines is None:
             hot_lines = max((o.hot_lines for o in OBSERVERS), default=0)
-        _check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
+        check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
                             memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
         self.memory_limit_bytes = int(memory_limit_bytes)
         levels = list(v["cache"].values())
@@ -208,7 +155,7 @@ class Machine:
             {n: v["media"][n]["persistence"] for n in self.media_names})
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}
-        self._cycles_per_unit = _cycles_per_unit(v)
+        self._cycles_per_unit = cycles_per_unit(v)
         self.functional = functional
         self.mode = mode
         self.site_names = ["(none)"]
@@ -486,7 +433,7 @@ class Machine:
     def run_profile(self):
         """emu.profiler.RunProfile of what this machine ran since it was made or reset_stats():
         cycles, stall causes and events per site (per source line with
-        isa.program.record_lines), misses per region, and, with a hot-line table
+        isa.sourcelines.record_lines), misses per region, and, with a hot-line table
         (Machine(hot_lines=N)), the lines that missed most."""
         from emu.profiler import RunProfile
         return RunProfile.of(self)

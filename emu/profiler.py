@@ -3,7 +3,7 @@ missed, per function, per emitting source line and per region (`emu profile`).
 
 A RunProfile is read from a machine's counters (Machine.run_profile()): its sites' cycles, events
 and stall causes (emu.state.SCTR), its regions' misses and media lines, and its hot-line
-table (memmodel._hotlines). Sites are functions, or with isa.program.record_lines() a
+table (memmodel._hotlines). Sites are functions, or with isa.sourcelines.record_lines() a
 function and the line of Python that emitted the ops, "FUNCTION @ FILE:LINE".
 
 `capture()` profiles code that makes its own machines (a scenario): programs made inside
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from emu import machine as mach
 from emu.state import SITE_COUNTER_NAMES, STALL_CAUSES
-from isa.program import LINE_SEP, record_lines
+from isa.sourcelines import LINE_SEP, record_lines
 from memmodel._hotlines import HL, HR, N_TAGS
 from memmodel.layout import MS
 

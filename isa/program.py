@@ -3,9 +3,6 @@
 Single-op methods are sugar; `loads`, `stores` and `extend` take whole arrays.
 Operands are validated here so that the compiled core never sees a malformed op.
 """
-import contextlib
-import os
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -30,38 +27,9 @@ from isa.ops import (
     N_COLS,
     Op,
 )
+from isa.sourcelines import LINE_SEP, caller_line, recording
 
 EFAULT = 14
-
-# Profiling by source line (record_lines): the site of an op is then its function and the
-# line of Python that emitted it, "FUNCTION @ FILE:LINE".
-LINE_SEP = " @ "
-_RECORD_LINES = [False]
-_BUILDER_FILES = {os.path.abspath(__file__), os.path.abspath(contextlib.__file__)}
-
-
-@contextmanager
-def record_lines():
-    """Programs made inside the block attribute each op to the source line that emitted it
-    (the first caller outside this module), as site "FUNCTION @ FILE:LINE", so that a
-    profile points at the line of a kernel path that missed. It adds a SITE op where the
-    line changes, which changes no timing (tests/test_profiler.py); an op that reads the
-    previous op's value (load_indexed) and the body of a branch keep the line before them,
-    since a SITE between would change what the core executes."""
-    _RECORD_LINES.append(True)
-    try:
-        yield
-    finally:
-        _RECORD_LINES.pop()
-
-
-def _caller_line():
-    """(file, line) of the innermost frame outside the builder."""
-    f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename in _BUILDER_FILES:
-        f = f.f_back
-    return ("?", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
-
 
 @dataclass(frozen=True)
 class Ret:
@@ -133,7 +101,7 @@ class Program:
         self.site_names = []
         self._site_ids = {}
         self._function_stack = []
-        self._lines = _RECORD_LINES[-1]
+        self._lines = recording()
         self._function = "(none)"    # with _lines: the function of the next op's site
         self._line_site = None       # ... and the site of the last op
         self._no_line = 0            # ... inside a branch body: no new site
@@ -383,7 +351,7 @@ class Program:
 
     def _at_line(self):
         """With record_lines: a SITE op if the next op's function or line is not the last's."""
-        file, line = _caller_line()
+        file, line = caller_line()
         name = f"{self._function}{LINE_SEP}{file}:{line}"
         if name != self._line_site:
             self._line_site = name

@@ -7,7 +7,7 @@ import pytest
 from emu import Machine, profiler
 from emu.state import STALL_CAUSES
 from isa import Program
-from isa.program import record_lines
+from isa.sourcelines import record_lines
 
 NO_PREFETCH = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none",
                "cache.l1d.policy": "lru"}

@@ -1,0 +1,64 @@
+"""What a Machine refuses before anything runs: arguments the model has no meaning for, a
+run whose clock could overflow, and the default bound on functional memory."""
+import numpy as np
+
+from memmodel import media as md
+
+MAX_HOT_LINES = 1 << 22   # rows of a hot-line table (emu.profiler)
+
+#: Functional memory a Machine may hold by default: a third of the 24 GiB machines this
+#: project runs on, so that a run and its analysis fit beside each other.
+DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
+
+
+#: A run that could carry the clock past this is refused before it starts: the clock is
+#: int64, and media channels keep time in md.FP units per cycle, with headroom for sums.
+CLOCK_LIMIT = (1 << 62) // md.FP
+
+
+def cycles_per_unit(values):
+    """An upper bound on the cycles one op, or one cacheline it touches, adds to the clock:
+    every latency of the profile (keys in _ns and _cycles) and every per-line transfer time
+    (64 B at each _gbps bandwidth, and at rep movsb's bytes per cycle) paid at once, for the
+    line, its write-back and each line the prefetcher issues with it, times 8 for media
+    that move more than 64 bytes per line (Optane's 256-byte XPLine)."""
+    ns = cycles = 0.0
+    stack = [values]
+    while stack:
+        for key, x in stack.pop().items():
+            if isinstance(x, dict):
+                stack.append(x)
+            elif isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0:
+                if key.endswith("_ns"):
+                    ns += x
+                elif key.endswith("_cycles"):
+                    cycles += x
+                elif key.endswith("_gbps"):
+                    ns += 64 / x
+                elif key.endswith("_bytes_per_cycle"):
+                    cycles += 64 / x
+    per_line = ns * values["core"]["freq_ghz"] + cycles
+    return 8 * per_line * (2 + values["prefetch"]["stream_degree_lines"]) + 1
+
+
+def check_machine_args(regions, **args):
+    """TypeError/ValueError for a Machine() argument the model has no meaning for."""
+    for name in ("functional", "smap"):
+        if not isinstance(args[name], (bool, np.bool_)):
+            raise TypeError(f"Machine({name}=...) must be True or False, not {args[name]!r}")
+    for name in ("node", "seed", "memory_limit_bytes", "hot_lines"):
+        v = args[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
+    if args["memory_limit_bytes"] < 0:
+        raise ValueError(f"Machine(memory_limit_bytes={args['memory_limit_bytes']}): negative")
+    h = args["hot_lines"]
+    if not 0 <= h <= MAX_HOT_LINES or h & (h - 1):
+        raise ValueError(f"Machine(hot_lines={h}): not a power of two up to {MAX_HOT_LINES} "
+                         "(or 0)")
+    if not 0 <= args["seed"] < 1 << 63:
+        raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
+    nodes = sorted({0} | {r["node"] for r in regions})
+    if args["node"] not in nodes:
+        raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "
+                         f"{', '.join(map(str, nodes))}; the core must run on one of them")
