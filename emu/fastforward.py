@@ -32,7 +32,7 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel._hotlines import HL
 from memmodel.cache import N_LV
-from memmodel.layout import LV, LV_AT, MS
+from memmodel.layout import L1_MEMO_AT, LV, LV_AT, MEMO, MS
 from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
@@ -101,7 +101,8 @@ class _Layout:
         # cheap first test of a repetition (match() then checks every word)
         small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
                                           + int(np.prod(lay.shapes[name])))
-                                for name in ("sc", "ms", "lv", "wc", "lfb", "stream")])
+                                for name in ("sc", "ms", "lv", "wc", "lfb")]
+                               + [[lay.offsets["stream"] + stream.HEAD.CLOCK]])   # rows reorder
         names = sorted({clock for clock, _ in self.clocks})
         clock_at = np.full(n, -1, dtype=np.int64)
         for (clock, _), idx in self.clocks.items():
@@ -110,6 +111,20 @@ class _Layout:
         heads[[h for h, _, _ in rings]] = True
         self.sig = small[~counter[small] & ~heads[small]]
         self.sig_clock = [names[c] if c >= 0 else None for c in clock_at[self.sig]]
+        # the cache blocks, which a level with a stamp per way (LRU, FIFO) may hold in other
+        # ways from one period to the next: (first block, sets, ways) of each such level
+        self.blocks = {name: lay.offsets[name] for name in ("tags", "repl", "ready", "flags")}
+        self.n_blocks = int(np.prod(lay.shapes["tags"]))
+        self.permutable = [(int(S[LV_AT + lv * N_LV + LV.BASE]), int(S[LV_AT + lv * N_LV + LV.SETS]),
+                            int(S[LV_AT + lv * N_LV + LV.WAYS]))
+                           for lv in range(len(m.level_names))
+                           if S[LV_AT + lv * N_LV + LV.POLICY] in timeshift.STAMPED]
+        st = lay.offsets["stream"]
+        self.stream_rows = (st + stream.N_ROW, lay.shapes["stream"][0] - 1)   # row 0: clock
+        in_block = np.zeros(n, dtype=bool)
+        for off, size in self._regions():
+            in_block[off:off + size] = True
+        self.in_block = in_block
         # each clock's own value (its "now"), for the stale test
         self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
                     "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
@@ -123,6 +138,12 @@ class _Layout:
         self.sig_groups = [(np.array(js), int(self.now.get(c, SC.NOW)), md.FP if c == "fp" else 1)
                            for c, js in groups.items()]
 
+    def _regions(self):
+        """(offset, words) of the parts of S whose order may change from one period to the
+        next: the cache blocks' four sections and the stream prefetcher's rows."""
+        return [(off, self.n_blocks) for off in self.blocks.values()] + [
+            (self.stream_rows[0], self.stream_rows[1] * stream.N_ROW)]
+
 
 def _advances(lay, a, b):
     d = {c: int(b[i] - a[i]) for c, i in lay.now.items()}
@@ -130,9 +151,54 @@ def _advances(lay, a, b):
     return d
 
 
+def _order(ka, kb):
+    """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
+    group's keys differ; equal keys keep their order."""
+    oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
+    if not np.array_equal(np.take_along_axis(ka, oa, 1), np.take_along_axis(kb, ob, 1)):
+        return None
+    perm = np.empty_like(oa)
+    np.put_along_axis(perm, ob, oa, 1)
+    return (perm + np.arange(len(ka))[:, None] * ka.shape[1]).reshape(-1)
+
+
+def _ways(lay, a, b):
+    """(a with each cache set's ways and the stream table's rows in b's order, {region
+    offset: word map P: b's word j of the region holds what a's word P[j] held}), or None
+    where a set's lines or the table's pages differ. Sets of a level without a stamp per
+    way keep their order."""
+    tags = lay.blocks["tags"]
+    P = np.arange(lay.n_blocks)
+    for base, sets, ways in lay.permutable:
+        at = slice(tags + base, tags + base + sets * ways)
+        perm = _order(a[at].reshape(sets, ways), b[at].reshape(sets, ways))
+        if perm is None:
+            return None
+        P[base:base + sets * ways] = base + perm
+    off, rows = lay.stream_rows
+    page = off + np.arange(rows) * stream.N_ROW + stream.ROW.PAGE
+    perm = _order(a[page][None, :], b[page][None, :])
+    if perm is None:
+        return None
+    Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
+    maps = {o: P for o in lay.blocks.values()}
+    maps[off] = Q
+    a = a.copy()
+    for o, M in maps.items():
+        a[o:o + len(M)] = a[o + M]
+    memo = L1_MEMO_AT + MEMO.BLOCK
+    if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
+        a[memo] = np.argsort(P)[a[memo]]
+    return a, maps
+
+
 def match(lay, a, b, mem_a, mem_b):
     """The plan that applies one more period to state b (states a and b, p repetitions
     apart), or None if b is not a after one period. mem_*: (pt, frames)."""
+    ways = _ways(lay, a, b)
+    if ways is None:
+        return None
+    a, maps = ways
     if not np.array_equal(a[lay.exact], b[lay.exact]):
         return None
     if mem_a[0].shape != mem_b[0].shape or not np.array_equal(mem_a[0], mem_b[0]):
@@ -187,14 +253,39 @@ def match(lay, a, b, mem_a, mem_b):
                           fb[:snaps].reshape(mm.SNAPSHOTS, 64)):
         return None
     return {"adv": adv, "moving": moving, "turns": turns, "ring_moved": ring_moved,
-            "counts": b[lay.counter] - a[lay.counter]}
+            "counts": b[lay.counter] - a[lay.counter], "maps": maps}
+
+
+def _power(P, c, k):
+    """(P', c') of k applications of x -> x[P] + c."""
+    rp, rc = np.arange(len(P)), np.zeros_like(c)
+    while k:
+        if k & 1:
+            rp, rc = rp[P], rc[P] + c
+        P, c = P[P], c[P] + c
+        k >>= 1
+    return rp, rc
 
 
 def apply(m, lay, plan, k):
     """Move machine m by k periods of `plan`."""
     S = m.S
+    maps = plan["maps"]
+    adds = {o: np.zeros(len(M), dtype=np.int64) for o, M in maps.items()}
     for (clock, _), idx in plan["moving"].items():
-        S[idx] += k * plan["adv"].get(clock, 0)
+        d = plan["adv"].get(clock, 0)
+        inside = lay.in_block[idx]   # these move with their ways or rows: below
+        for o, add in adds.items():
+            sel = idx[inside & (idx >= o) & (idx < o + len(add))]
+            add[sel - o] = d
+        S[idx[~inside]] += k * d
+    for o, M in maps.items():
+        Mk, ck = _power(M, adds[o], k)
+        S[o:o + len(M)] = S[o + Mk] + ck
+    memo = L1_MEMO_AT + MEMO.BLOCK
+    if 0 <= S[memo] < lay.n_blocks:
+        tags = lay.blocks["tags"]
+        S[memo] = np.argsort(_power(maps[tags], adds[tags], k)[0])[S[memo]]
     S[lay.counter] += k * plan["counts"]
     moved = iter(plan["ring_moved"])
     for (head, size, parts), t in zip(lay.rings, plan["turns"]):
@@ -225,16 +316,17 @@ def _snapshot(m):
     return m.S.copy(), (m.pt.copy(), m.frames.copy())
 
 
-def run_repeated(m, program, n):
-    """Run `program` n times back to back on machine m, as one program of n copies of it
-    would (nothing drained between them); returns the repetitions fast-forwarded. A
-    repetition whose signature equals one p before proposes a period p; the state then and
-    p repetitions later are matched word by word."""
+def run_repeated(m, programs, n, drain_each):
+    """Run the `programs` in turn, n times over, on machine m: back to back as one program
+    (drain_each false: nothing drained between them), or each drained as run() drains it;
+    returns the repetitions fast-forwarded. A repetition whose signature equals one p before
+    proposes a period p; the state then and p repetitions later are matched word by word."""
     lay, sigs, candidate = None, [], None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()} if lay else None
-        m.run(program, drain=False)
+        for program in programs:
+            m.run(program, drain=drain_each)
         done += 1
         if lay is None or lay.words != len(m.S):   # the first run may add sites (site_ctr)
             lay, sigs, candidate = _Layout(m), [], None

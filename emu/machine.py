@@ -227,7 +227,7 @@ class Machine:
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
-            return self._run_repeated(program, drain, repeat)
+            return self._run_repeated([program], drain, repeat)
         _announce_compile(self)
         work, units = program.validate()
         bound = self.cycles + work + units * self._cycles_per_unit
@@ -293,17 +293,26 @@ class Machine:
                          undone=undone if fixups else None)
 
     # ------------------------------------------------------------------ memory
-    def _run_repeated(self, program, drain, n):
+    def run_rounds(self, programs, repeat):
+        """Run each of `programs` in turn as run() runs one (drained), the whole sequence
+        `repeat` times (a benchmark's rounds): one RunResult of them all, the rounds the
+        machine shows to repeat applied at once, as run(repeat=N) does."""
+        return self._run_repeated(list(programs), True, repeat, drain_each=True)
+
+    def _run_repeated(self, programs, drain, n, drain_each=False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"run(repeat={n!r}): a number of repetitions, at least 1")
-        if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
-            raise ValueError("run(repeat=N) of a program with exception-table ops: run it N "
-                             "times to read each run's RunResult.left()")
+        for program in programs:
+            if not isinstance(program, Program):
+                raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+            if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
+                raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
+                                 "N times to read each run's RunResult.left()")
         start = self.cycles
-        skipped = fastforward.run_repeated(self, program, int(n))
-        cycles = (self.drain() if drain else self.cycles) - start
-        return RunResult(cycles, cycles / (self.freq_ghz * 1e9), len(program) * int(n),
-                         fast_forwarded=skipped)
+        skipped = fastforward.run_repeated(self, programs, int(n), drain_each)
+        cycles = (self.drain() if drain and not drain_each else self.cycles) - start
+        return RunResult(cycles, cycles / (self.freq_ghz * 1e9),
+                         sum(len(p) for p in programs) * int(n), fast_forwarded=skipped)
 
     def _check_mapped(self, addr, n):
         """The facade's one check before compiled code sees an address range: whole numbers,

@@ -114,3 +114,20 @@ def test_random_bodies_reach_fast_forward():
 def test_bad_repeats(kw, match):
     with pytest.raises(ValueError, match=match):
         Machine("skylake-ddr4").run(Program().load(0), **kw)
+
+
+def test_rounds_of_drained_runs_with_ways_in_rotation():
+    # dmapool-test's rounds: two programs alternate, each drained; the pair repeats in
+    # time, with the caches' ways and the stream prefetcher's rows in another order each
+    # pair. run_rounds == the rounds run one by one, and most pairs are fast-forwarded
+    from emu.studies.scenarios import dmapool_test
+    from kernels import dmapool
+    got = {ff: dmapool_test.run_row("skylake-ddr4", {}, "list", dmapool.PARMS[0], 30, ff)
+           for ff in (True, False)}
+    assert got[True] == got[False]
+    progs = [Program().loads(np.arange(0, 1 << 16, 64) + k * 4096) for k in range(2)]
+    plain, fast = Machine("skylake-ddr4"), Machine("skylake-ddr4")
+    cycles = sum(plain.run(progs[i % 2]).cycles for i in range(80))
+    r = fast.run_rounds(progs, 40)
+    assert r.cycles == cycles and r.fast_forwarded > 20
+    _same(plain, fast)
