@@ -449,7 +449,7 @@ class Program:
         if ops.ndim != 2 or ops.shape[1] != N_COLS:
             raise ProgramError(f"op array must have shape (n, {N_COLS}), got {ops.shape}")
         p = cls(capacity=len(ops))
-        p._ops[:len(ops)] = ops.astype(np.int64)
+        p._ops[:len(ops)] = ops   # cast as astype() would, without its extra copy
         p._n = len(ops)
         p._blob = bytearray(data)
         p.site_names = list(site_names)
