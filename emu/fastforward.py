@@ -279,13 +279,13 @@ def apply(m, lay, plan, k):
             sel = idx[inside & (idx >= o) & (idx < o + len(add))]
             add[sel - o] = d
         S[idx[~inside]] += k * d
+    powers = {}
     for o, M in maps.items():
-        Mk, ck = _power(M, adds[o], k)
-        S[o:o + len(M)] = S[o + Mk] + ck
+        powers[o], ck = _power(M, adds[o], k)
+        S[o:o + len(M)] = S[o + powers[o]] + ck
     memo = L1_MEMO_AT + MEMO.BLOCK
-    if 0 <= S[memo] < lay.n_blocks:
-        tags = lay.blocks["tags"]
-        S[memo] = np.argsort(_power(maps[tags], adds[tags], k)[0])[S[memo]]
+    if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
+        S[memo] = np.argsort(powers[lay.blocks["tags"]])[S[memo]]
     S[lay.counter] += k * plan["counts"]
     moved = iter(plan["ring_moved"])
     for (head, size, parts), t in zip(lay.rings, plan["turns"]):

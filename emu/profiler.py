@@ -142,19 +142,24 @@ def _region_of(m, addr):
                 "?")
 
 
+def _add(out, key, counters):
+    """Add `counters` into out[key] (created at zero)."""
+    d = out.setdefault(key, dict.fromkeys(counters, 0))
+    for c, n in counters.items():
+        d[c] = d.get(c, 0) + n
+
+
 def _sum(a, b):
     out = {k: dict(v) for k, v in a.items()}
     for k, v in b.items():
-        d = out.setdefault(k, dict.fromkeys(v, 0))
-        for c, n in v.items():
-            d[c] = d.get(c, 0) + n
+        _add(out, k, v)
     return out
 
 
 def _group(sites, key):
     out = {}
     for name, d in sites.items():
-        out = _sum(out, {key(name): d})
+        _add(out, key(name), d)
     return out
 
 
@@ -177,28 +182,24 @@ class _Capture:
         return out
 
 
-_ACTIVE = []
-
-
 @contextmanager
 def capture(hot_lines=DEFAULT_HOT_LINES):
     """`with capture() as c: ...` then c.profiles(): {label: RunProfile} of every machine made
     in the block, with source lines for the programs made in it."""
     c = _Capture(hot_lines)
     mach.OBSERVERS.append(c)
-    _ACTIVE.append(c)
     try:
         with record_lines():
             yield c
     finally:
-        _ACTIVE.remove(c)
         mach.OBSERVERS.remove(c)
 
 
 def label(name):
     """Machines made from now on belong to `name` (a variant) in the active captures."""
-    for c in _ACTIVE:
-        c.label = name
+    for c in mach.OBSERVERS:
+        if isinstance(c, _Capture):
+            c.label = name
 
 
 def short_path(path):
