@@ -35,7 +35,6 @@ from isa.ops import (
     FLAG_EXTABLE,
     FLAG_MCSAFE,
     N_COLS,
-    PEER,
     PEER_OPS,
     PHYS_LIMIT,
     Op,
@@ -229,7 +228,7 @@ class Machine:
         if isinstance(repeat, bool) or repeat != 1:
             return self._run_repeated([program], drain, repeat)
         _announce_compile(self)
-        work, units = program.validate()
+        work, units, fixups, peer = program.validate()
         bound = self.cycles + work + units * self._cycles_per_unit
         if bound >= CLOCK_LIMIT:
             raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
@@ -237,13 +236,12 @@ class Machine:
                                f"(the clock is at {self.cycles}): split it, or shorten its "
                                "WORK ops and bulk operations")
         ops = self._global_ops(program)
-        if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
+        if peer and len(self.profile.values["cache"]) < 2:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
         data = program.data
         start_cycle = self.cycles
-        fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
         undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
         i = 0
         first = not COMPILE_SECONDS
