@@ -316,17 +316,17 @@ def _snapshot(m):
     return m.S.copy(), (m.pt.copy(), m.frames.copy())
 
 
-def run_repeated(m, programs, n, drain_each):
-    """Run the `programs` in turn, n times over, on machine m: back to back as one program
-    (drain_each false: nothing drained between them), or each drained as run() drains it;
-    returns the repetitions fast-forwarded. A repetition whose signature equals one p before
+def run_repeated(m, runs, n, drain_each):
+    """Call the `runs` (run(drain) of one program each on machine m) in turn, n times over:
+    back to back as one program (drain_each false: nothing drained between them), or each
+    drained as run() drains it; returns the repetitions fast-forwarded. A repetition whose signature equals one p before
     proposes a period p; the state then and p repetitions later are matched word by word."""
     lay, sigs, candidate = None, [], None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()} if lay else None
-        for program in programs:
-            m.run(program, drain=drain_each)
+        for run in runs:
+            run(drain_each)
         done += 1
         if lay is None or lay.words != len(m.S):   # the first run may add sites (site_ctr)
             lay, sigs, candidate = _Layout(m), [], None

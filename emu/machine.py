@@ -7,6 +7,7 @@ turns the core's status codes into Python exceptions naming op index, site and a
 import hashlib
 import sys
 import time
+from functools import partial
 
 import numpy as np
 
@@ -228,19 +229,34 @@ class Machine:
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
             return self._run_repeated([program], drain, repeat)
+        return self._run_checked(program, *self._check(program), drain)
+
+    def _check(self, program):
+        """What every run of `program` on this machine shares, done once (run_rounds and
+        repeat run a program many times): validation, its ops with this machine's site ids
+        and its cycle bound. Returns (ops, bound)."""
         _announce_compile(self)
         work, units = program.validate()
-        bound = self.cycles + work + units * self._cycles_per_unit
-        if bound >= CLOCK_LIMIT:
-            raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
-                               f"cycles, beyond the emulated clock's limit {CLOCK_LIMIT:.3g} "
-                               f"(the clock is at {self.cycles}): split it, or shorten its "
-                               "WORK ops and bulk operations")
+        cost = work + units * self._cycles_per_unit
+        self._check_clock(program, cost)
         ops = self._global_ops(program)
         if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
+        return ops, cost
+
+    def _check_clock(self, program, cost):
+        bound = self.cycles + cost
+        if bound >= CLOCK_LIMIT:
+            raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
+                               f"cycles, beyond the emulated clock's limit {CLOCK_LIMIT:.3g} "
+                               f"(the clock is at {self.cycles}): split it, or shorten its "
+                               "WORK ops and bulk operations")
+
+    def _run_checked(self, program, ops, cost, drain):
+        """Run `program` whose _check gave (ops, cost)."""
+        self._check_clock(program, cost)   # the clock has moved since the check
         data = program.data
         start_cycle = self.cycles
         fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
@@ -308,8 +324,9 @@ class Machine:
             if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
                 raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
                                  "N times to read each run's RunResult.left()")
+        runs = [partial(self._run_checked, program, *self._check(program)) for program in programs]
         start = self.cycles
-        skipped = fastforward.run_repeated(self, programs, int(n), drain_each)
+        skipped = fastforward.run_repeated(self, runs, int(n), drain_each)
         cycles = (self.drain() if drain and not drain_each else self.cycles) - start
         return RunResult(cycles, cycles / (self.freq_ghz * 1e9),
                          sum(len(p) for p in programs) * int(n), fast_forwarded=skipped)

@@ -80,14 +80,20 @@ def remap_sites(ops, names, ids, id_names):
     rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0]
     if not len(rows):
         return ops
-    ops = ops.copy()
-    for i in rows:
-        name = names[ops[i, COL_IMM]]
+    imm = ops[rows, COL_IMM]
+    used, first = np.unique(imm, return_index=True)
+    table = np.zeros(len(names), dtype=np.int64)
+    for i in used[np.argsort(first)]:   # new names get ids in the order their rows come
+        name = names[i]
         sid = ids.get(name)
         if sid is None:
             sid = ids[name] = len(id_names)
             id_names.append(name)
-        ops[i, COL_IMM] = sid
+        table[i] = sid
+    if np.array_equal(table[used], used):
+        return ops
+    ops = ops.copy()
+    ops[rows, COL_IMM] = table[imm]
     return ops
 
 
