@@ -449,13 +449,23 @@ class Program:
         return self
 
     @classmethod
-    def from_array(cls, ops, data=b"", site_names=()):
-        """Build from a raw op array (e.g. loaded from .npy); validates every row."""
+    def from_array(cls, ops, data=b"", site_names=(), copy=True):
+        """Build from a raw op array (e.g. loaded from .npy); validates every row.
+        copy=False: the Program keeps `ops` itself (a C-contiguous int64 array, which the
+        caller then leaves alone) instead of a copy: a builder's large arrays."""
         ops = np.asarray(ops)
         if ops.ndim != 2 or ops.shape[1] != N_COLS:
             raise ProgramError(f"op array must have shape (n, {N_COLS}), got {ops.shape}")
-        p = cls(capacity=len(ops))
-        p._ops[:len(ops)] = ops   # cast as astype() would, without its extra copy
+        if copy:
+            p = cls(capacity=len(ops))
+            p._ops[:len(ops)] = ops   # cast as astype() would, without its extra copy
+        elif ops.dtype != np.int64 or not ops.flags.c_contiguous:
+            layout = "C-contiguous" if ops.flags.c_contiguous else "non-contiguous"
+            raise ProgramError(f"from_array(copy=False) takes a C-contiguous int64 array, not "
+                               f"a {layout} {ops.dtype} one")
+        else:
+            p = cls(capacity=0)
+            p._ops = ops
         p._n = len(ops)
         p._blob = bytearray(data)
         p.site_names = list(site_names)
