@@ -51,7 +51,7 @@ class _Layout:
 
     def __init__(self, m):
         S, lay = m.S, m.layout
-        n = self.words = len(S)
+        n = len(S)
         rings = self.rings = []   # (head index, size, [(flat slots (size, width), clock)])
         ring_words = np.zeros(n, dtype=bool)
 
@@ -316,39 +316,44 @@ def _snapshot(m):
     return m.S.copy(), (m.pt.copy(), m.frames.copy())
 
 
-def run_repeated(m, runs, n, drain_each):
-    """Call the `runs` (run(drain) of one program each on machine m) in turn, n times over:
-    back to back as one program (drain_each false: nothing drained between them), or each
-    drained as run() drains it; returns the repetitions fast-forwarded. A repetition whose signature equals one p before
-    proposes a period p; the state then and p repetitions later are matched word by word."""
-    lay, sigs, candidate = None, [], None
+def run_repeated(m, runs, n, drain_each, units):
+    """Call the `runs` (run(drain) of one program each on machine m, their sites already
+    in its tables) in turn, n times over: back to back as one program (drain_each false:
+    nothing drained between them), or each drained as run() drains it; returns the
+    repetitions fast-forwarded. A repetition whose signature equals one p before proposes
+    a period p; the state then and p repetitions later are matched word by word. A body
+    larger than its snapshot (`units`: its ops and cache lines touched, against the
+    state's and memory's words) keeps the state after each repetition, so that a period
+    of one is matched when it is proposed, not a repetition later."""
+    lay, sigs, candidate, last = _Layout(m), [], None, None
+    keep = units >= len(m.S) + m.pt.size + m.frames.size // 8
     done = skipped = 0
     while done < n:
-        before = {i: int(m.S[i]) for i in lay.now.values()} if lay else None
+        before = {i: int(m.S[i]) for i in lay.now.values()}
         for run in runs:
             run(drain_each)
         done += 1
-        if lay is None or lay.words != len(m.S):   # the first run may add sites (site_ctr)
-            lay, sigs, candidate = _Layout(m), [], None
+        sig = _signature(lay, m.S, before)
+        now = _snapshot(m) if keep else None
+        if candidate is None and last is not None and sigs[-1] == sig:
+            candidate = (done - 1, 1, last)
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
             candidate = None
-            now = _snapshot(m)
+            now = now if now is not None else _snapshot(m)
             plan = match(lay, old[0], now[0], old[1], now[1])
             k = (n - done) // p if plan is not None else 0
             if k:
                 apply(m, lay, plan, k)
                 done += k * p
                 skipped += k * p
-                sigs = []
+                sigs, last = [], None
                 continue
-        if before is None:
-            continue
-        sig = _signature(lay, m.S, before)
         if candidate is None:
             for p in range(1, len(sigs) + 1):
                 if sigs[-p] == sig and n - done >= 2 * p:
-                    candidate = (done, p, _snapshot(m))
+                    candidate = (done, p, now if now is not None else _snapshot(m))
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
+        last = now
     return skipped

@@ -86,6 +86,11 @@ def _core_cached(S, pt, frames):
         return False
 
 
+def _fixups(ops):
+    """Whether ops has exception-table or machine-check-safe ops (RunResult.left())."""
+    return bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
+
+
 def _announce_compile(m):
     """One line on stderr before a cold compile of the core, so that a first run does not
     look hung; at most once per process, never when the cache is warm."""
@@ -229,12 +234,14 @@ class Machine:
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
             return self._run_repeated([program], drain, repeat)
-        return self._run_checked(program, *self._check(program), drain)
+        ops, cost, fixups, _ = self._check(program)
+        return self._run_checked(program, ops, cost, fixups, drain)
 
     def _check(self, program):
         """What every run of `program` on this machine shares, done once (run_rounds and
-        repeat run a program many times): validation, its ops with this machine's site ids
-        and its cycle bound. Returns (ops, bound)."""
+        repeat run a program many times): validation, its ops with this machine's site ids,
+        its cycle bound, whether it has exception-table ops, and its ops plus cache lines
+        touched. Returns (ops, cost, fixups, units)."""
         _announce_compile(self)
         work, units = program.validate()
         cost = work + units * self._cycles_per_unit
@@ -244,7 +251,7 @@ class Machine:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
-        return ops, cost
+        return ops, cost, _fixups(ops), units
 
     def _check_clock(self, program, cost):
         bound = self.cycles + cost
@@ -254,12 +261,11 @@ class Machine:
                                f"(the clock is at {self.cycles}): split it, or shorten its "
                                "WORK ops and bulk operations")
 
-    def _run_checked(self, program, ops, cost, drain):
-        """Run `program` whose _check gave (ops, cost)."""
+    def _run_checked(self, program, ops, cost, fixups, drain):
+        """Run `program` whose _check gave (ops, cost, fixups)."""
         self._check_clock(program, cost)   # the clock has moved since the check
         data = program.data
         start_cycle = self.cycles
-        fixups = bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
         undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
         i = 0
         first = not COMPILE_SECONDS
@@ -321,12 +327,16 @@ class Machine:
         for program in programs:
             if not isinstance(program, Program):
                 raise TypeError(f"run() takes a Program, not {type(program).__name__}")
-            if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
+            if _fixups(program.ops):
                 raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
                                  "N times to read each run's RunResult.left()")
-        runs = [partial(self._run_checked, program, *self._check(program)) for program in programs]
+        runs, units = [], 0
+        for program in programs:
+            ops, cost, fixups, u = self._check(program)
+            runs.append(partial(self._run_checked, program, ops, cost, fixups))
+            units += u
         start = self.cycles
-        skipped = fastforward.run_repeated(self, runs, int(n), drain_each)
+        skipped = fastforward.run_repeated(self, runs, int(n), drain_each, units)
         cycles = (self.drain() if drain and not drain_each else self.cycles) - start
         return RunResult(cycles, cycles / (self.freq_ghz * 1e9),
                          sum(len(p) for p in programs) * int(n), fast_forwarded=skipped)
