@@ -121,6 +121,11 @@ class _Layout:
                            if S[LV_AT + lv * N_LV + LV.POLICY] in timeshift.STAMPED]
         st = lay.offsets["stream"]
         self.stream_rows = (st + stream.N_ROW, lay.shapes["stream"][0] - 1)   # row 0: clock
+        # the line fill buffers: only ever read as "the one that frees first" and then
+        # rewritten, so that their order cannot matter (memmodel/_hierarchy.py free_lfb)
+        self.lfb = (lay.offsets["lfb"], int(np.prod(lay.shapes["lfb"])))
+        self.sig_lfb = np.flatnonzero((self.sig >= self.lfb[0])
+                                      & (self.sig < self.lfb[0] + self.lfb[1]))
         in_block = np.zeros(n, dtype=bool)
         for off, size in self._regions():
             in_block[off:off + size] = True
@@ -140,9 +145,10 @@ class _Layout:
 
     def _regions(self):
         """(offset, words) of the parts of S whose order may change from one period to the
-        next: the cache blocks' four sections and the stream prefetcher's rows."""
+        next: the cache blocks' four sections, the stream prefetcher's rows and the line
+        fill buffers."""
         return [(off, self.n_blocks) for off in self.blocks.values()] + [
-            (self.stream_rows[0], self.stream_rows[1] * stream.N_ROW)]
+            (self.stream_rows[0], self.stream_rows[1] * stream.N_ROW), self.lfb]
 
 
 def _advances(lay, a, b):
@@ -151,11 +157,13 @@ def _advances(lay, a, b):
     return d
 
 
-def _order(ka, kb):
+def _order(ka, kb, equal=True):
     """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
-    group's keys differ; equal keys keep their order."""
+    group's keys differ; equal keys keep their order. equal=False: P pairs the keys by
+    rank in their row, whatever they are."""
     oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
-    if not np.array_equal(np.take_along_axis(ka, oa, 1), np.take_along_axis(kb, ob, 1)):
+    if equal and not np.array_equal(np.take_along_axis(ka, oa, 1),
+                                    np.take_along_axis(kb, ob, 1)):
         return None
     perm = np.empty_like(oa)
     np.put_along_axis(perm, ob, oa, 1)
@@ -163,10 +171,12 @@ def _order(ka, kb):
 
 
 def _ways(lay, a, b):
-    """(a with each cache set's ways and the stream table's rows in b's order, {region
-    offset: word map P: b's word j of the region holds what a's word P[j] held}), or None
-    where a set's lines or the table's pages differ. Sets of a level without a stamp per
-    way keep their order."""
+    """(a with each cache set's ways and the stream table's rows in b's order, and its line
+    fill buffers in the order of b's by time, {region offset: word map P: b's word j of the
+    region holds what a's word P[j] held}), or None where a set's lines or the table's
+    pages differ. Sets of a level without a stamp per way keep their order. The buffers'
+    times are then checked as every clock's are (match: moved or stale), which the order
+    by time keeps: stale times lie before every moved one."""
     tags = lay.blocks["tags"]
     P = np.arange(lay.n_blocks)
     for base, sets, ways in lay.permutable:
@@ -183,6 +193,8 @@ def _ways(lay, a, b):
     Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
     maps = {o: P for o in lay.blocks.values()}
     maps[off] = Q
+    off, n = lay.lfb
+    maps[off] = _order(a[off:off + n][None, :], b[off:off + n][None, :], equal=False)
     a = a.copy()
     for o, M in maps.items():
         a[o:o + len(M)] = a[o + M]
@@ -256,15 +268,16 @@ def match(lay, a, b, mem_a, mem_b):
             "counts": b[lay.counter] - a[lay.counter], "maps": maps}
 
 
-def _power(P, c, k):
-    """(P', c') of k applications of x -> x[P] + c."""
-    rp, rc = np.arange(len(P)), np.zeros_like(c)
+def _power(P, cs, k):
+    """(P', [c', ...]) of k applications of x -> x[P] + c, for each c of cs (one word map
+    shared by several sections: its powers once)."""
+    rp, rcs = np.arange(len(P)), [np.zeros_like(c) for c in cs]
     while k:
         if k & 1:
-            rp, rc = rp[P], rc[P] + c
-        P, c = P[P], c[P] + c
+            rp, rcs = rp[P], [rc[P] + c for rc, c in zip(rcs, cs)]
+        P, cs = P[P], [c[P] + c for c in cs]
         k >>= 1
-    return rp, rc
+    return rp, rcs
 
 
 def apply(m, lay, plan, k):
@@ -279,10 +292,16 @@ def apply(m, lay, plan, k):
             sel = idx[inside & (idx >= o) & (idx < o + len(add))]
             add[sel - o] = d
         S[idx[~inside]] += k * d
-    powers = {}
+    powers, shared = {}, {}
     for o, M in maps.items():
-        powers[o], ck = _power(M, adds[o], k)
-        S[o:o + len(M)] = S[o + powers[o]] + ck
+        shared.setdefault(id(M), (M, []))[1].append(o)
+    for M, offs in shared.values():
+        moving = [o for o in offs if adds[o].any()]   # the others only move with the map
+        rp, cks = _power(M, [adds[o] for o in moving], k)
+        ck = dict(zip(moving, cks))
+        for o in offs:
+            powers[o] = rp
+            S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         S[memo] = np.argsort(powers[lay.blocks["tags"]])[S[memo]]
@@ -309,6 +328,7 @@ def _signature(lay, S, before):
     for js, i, scale in lay.sig_groups:
         vals = v[js]
         v[js] = np.where(vals >= before[i] * scale, vals - S[i] * scale, np.iinfo(np.int64).min)
+    v[lay.sig_lfb] = np.sort(v[lay.sig_lfb])   # the fill buffers in any order
     return v.tobytes()
 
 
