@@ -7,6 +7,7 @@ turns the core's status codes into Python exceptions naming op index, site and a
 import hashlib
 import sys
 import time
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -31,6 +32,7 @@ from emu.results import (
 from isa.ops import (
     COL_ADDR,
     COL_FLAGS,
+    COL_IMM,
     COL_OP,
     COL_SIZE,
     FLAG_EXTABLE,
@@ -41,7 +43,7 @@ from isa.ops import (
     PHYS_LIMIT,
     Op,
 )
-from isa.program import Program, ProgramError, remap_sites
+from isa.program import Program, ProgramError, site_ids
 from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -190,13 +192,28 @@ class Machine:
     def cycles(self):
         return int(self.S[st.SC.NOW])
 
-    def _global_ops(self, program):
-        ops = remap_sites(program.ops, program.site_names, self._site_ids, self.site_names)
-        rows = self.layout.shapes["site_ctr"][0]
-        if len(self.site_names) > rows:
+    def _global_sites(self, program):
+        """The SITE rows of program and their ids in this machine's table (names new to it
+        added): (rows, ids)."""
+        rows, ids = site_ids(program.ops, program.site_names, self._site_ids, self.site_names)
+        n = self.layout.shapes["site_ctr"][0]
+        if len(self.site_names) > n:
             self.S = self.layout.resized(self.S, "site_ctr",
-                                         (max(len(self.site_names), 2 * rows), st.N_SCOUNT))
-        return ops
+                                         (max(len(self.site_names), 2 * n), st.N_SCOUNT))
+        return rows, ids
+
+    @contextmanager
+    def _with_global_sites(self, program, rows, ids):
+        """program's ops with this machine's site ids in its SITE rows while the block lasts,
+        written into the program's array and put back after: a copy of a large program per
+        run would cost more than running it (the program is left as it was)."""
+        ops = program.ops
+        own = ops[rows, COL_IMM]
+        ops[rows, COL_IMM] = ids
+        try:
+            yield ops
+        finally:
+            ops[rows, COL_IMM] = own
 
     @classmethod
     def warmup(cls):
@@ -234,24 +251,25 @@ class Machine:
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
             return self._run_repeated([program], drain, repeat)
-        ops, cost, fixups, _ = self._check(program)
-        return self._run_checked(program, ops, cost, fixups, drain)
+        sites, cost, fixups, _ = self._check(program)
+        return self._run_checked(program, sites, cost, fixups, drain)
 
     def _check(self, program):
         """What every run of `program` on this machine shares, done once (run_rounds and
-        repeat run a program many times): validation, its ops with this machine's site ids,
-        its cycle bound, whether it has exception-table ops, and its ops plus cache lines
-        touched. Returns (ops, cost, fixups, units)."""
+        repeat run a program many times): validation, its SITE rows and their ids in this
+        machine, its cycle bound, whether it has exception-table ops, and its ops plus cache
+        lines touched. Returns ((rows, ids), cost, fixups, units)."""
         _announce_compile(self)
         work, units = program.validate()
         cost = work + units * self._cycles_per_unit
         self._check_clock(program, cost)
-        ops = self._global_ops(program)
+        ops = program.ops
+        sites = self._global_sites(program)
         if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
-        return ops, cost, _fixups(ops), units
+        return sites, cost, _fixups(ops), units
 
     def _check_clock(self, program, cost):
         bound = self.cycles + cost
@@ -261,9 +279,14 @@ class Machine:
                                f"(the clock is at {self.cycles}): split it, or shorten its "
                                "WORK ops and bulk operations")
 
-    def _run_checked(self, program, ops, cost, fixups, drain):
-        """Run `program` whose _check gave (ops, cost, fixups)."""
+    def _run_checked(self, program, sites, cost, fixups, drain):
+        """Run `program` whose _check gave (sites, cost, fixups)."""
         self._check_clock(program, cost)   # the clock has moved since the check
+        with self._with_global_sites(program, *sites) as ops:
+            return self._run_ops(program, ops, fixups, drain)
+
+    def _run_ops(self, program, ops, fixups, drain):
+        """The core's run of `program` as `ops` (with this machine's site ids)."""
         data = program.data
         start_cycle = self.cycles
         undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
