@@ -161,13 +161,17 @@ def _order(ka, kb, equal=True):
     """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
     group's keys differ; equal keys keep their order. equal=False: P pairs the keys by
     rank in their row, whatever they are."""
+    perm = np.broadcast_to(np.arange(ka.shape[1]), ka.shape).copy()
+    moved = np.flatnonzero((ka != kb).any(axis=1))   # only these rows need sorting
+    ka, kb = ka[moved], kb[moved]
     oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
     if equal and not np.array_equal(np.take_along_axis(ka, oa, 1),
                                     np.take_along_axis(kb, ob, 1)):
         return None
-    perm = np.empty_like(oa)
-    np.put_along_axis(perm, ob, oa, 1)
-    return (perm + np.arange(len(ka))[:, None] * ka.shape[1]).reshape(-1)
+    sub = np.empty_like(oa)
+    np.put_along_axis(sub, ob, oa, 1)
+    perm[moved] = sub
+    return (perm + np.arange(len(perm))[:, None] * perm.shape[1]).reshape(-1)
 
 
 def _ways(lay, a, b):
@@ -200,7 +204,7 @@ def _ways(lay, a, b):
         a[o:o + len(M)] = a[o + M]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        a[memo] = np.argsort(P)[a[memo]]
+        a[memo] = np.flatnonzero(P == a[memo])[0]
     return a, maps
 
 
@@ -304,7 +308,7 @@ def apply(m, lay, plan, k):
             S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        S[memo] = np.argsort(powers[lay.blocks["tags"]])[S[memo]]
+        S[memo] = np.flatnonzero(powers[lay.blocks["tags"]] == S[memo])[0]
     S[lay.counter] += k * plan["counts"]
     moved = iter(plan["ring_moved"])
     for (head, size, parts), t in zip(lay.rings, plan["turns"]):
