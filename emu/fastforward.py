@@ -36,6 +36,7 @@ from memmodel.layout import L1_MEMO_AT, LV, LV_AT, MEMO, MS
 from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
+UNIT_WORDS = 16   # an op or cache line simulated costs tens of words copied (50 ns, 1-2 ns)
 COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
 COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                    MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
@@ -346,11 +347,11 @@ def run_repeated(m, runs, n, drain_each, units):
     nothing drained between them), or each drained as run() drains it; returns the
     repetitions fast-forwarded. A repetition whose signature equals one p before proposes
     a period p; the state then and p repetitions later are matched word by word. A body
-    larger than its snapshot (`units`: its ops and cache lines touched, against the
-    state's and memory's words) keeps the state after each repetition, so that a period
-    of one is matched when it is proposed, not a repetition later."""
+    that costs more than its snapshot (`units`: its ops and cache lines touched, each worth
+    UNIT_WORDS of the state's and memory's words) keeps the state after each repetition,
+    so that a period of one is matched when it is proposed, not a repetition later."""
     lay, sigs, candidate, last = _Layout(m), [], None, None
-    keep = units >= len(m.S) + m.pt.size + m.frames.size // 8
+    keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()}
