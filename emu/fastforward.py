@@ -349,9 +349,11 @@ def run_repeated(m, runs, n, drain_each, units):
     a period p; the state then and p repetitions later are matched word by word. A body
     that costs more than its snapshot (`units`: its ops and cache lines touched, each worth
     UNIT_WORDS of the state's and memory's words) keeps the state after each repetition,
-    so that a period of one is matched when it is proposed, not a repetition later."""
-    lay, sigs, candidate, last = _Layout(m), [], None, None
+    so that a period of one is matched when it is proposed, not a repetition later, and
+    the first repetition is matched against the state before it (no signature then)."""
+    lay, sigs, candidate = _Layout(m), [], None
     keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
+    last = _snapshot(m) if keep else None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()}
@@ -360,7 +362,7 @@ def run_repeated(m, runs, n, drain_each, units):
         done += 1
         sig = _signature(lay, m.S, before)
         now = _snapshot(m) if keep else None
-        if candidate is None and last is not None and sigs[-1] == sig:
+        if candidate is None and last is not None and (done == 1 or sigs[-1] == sig):
             candidate = (done - 1, 1, last)
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
