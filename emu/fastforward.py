@@ -122,11 +122,6 @@ class _Layout:
                            if S[LV_AT + lv * N_LV + LV.POLICY] in timeshift.STAMPED]
         st = lay.offsets["stream"]
         self.stream_rows = (st + stream.N_ROW, lay.shapes["stream"][0] - 1)   # row 0: clock
-        # the line fill buffers: only ever read as "the one that frees first" and then
-        # rewritten, so that their order cannot matter (memmodel/_hierarchy.py free_lfb)
-        self.lfb = (lay.offsets["lfb"], int(np.prod(lay.shapes["lfb"])))
-        self.sig_lfb = np.flatnonzero((self.sig >= self.lfb[0])
-                                      & (self.sig < self.lfb[0] + self.lfb[1]))
         in_block = np.zeros(n, dtype=bool)
         for off, size in self._regions():
             in_block[off:off + size] = True
@@ -146,10 +141,9 @@ class _Layout:
 
     def _regions(self):
         """(offset, words) of the parts of S whose order may change from one period to the
-        next: the cache blocks' four sections, the stream prefetcher's rows and the line
-        fill buffers."""
+        next: the cache blocks' four sections and the stream prefetcher's rows."""
         return [(off, self.n_blocks) for off in self.blocks.values()] + [
-            (self.stream_rows[0], self.stream_rows[1] * stream.N_ROW), self.lfb]
+            (self.stream_rows[0], self.stream_rows[1] * stream.N_ROW)]
 
 
 def _advances(lay, a, b):
@@ -158,16 +152,14 @@ def _advances(lay, a, b):
     return d
 
 
-def _order(ka, kb, equal=True):
+def _order(ka, kb):
     """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
-    group's keys differ; equal keys keep their order. equal=False: P pairs the keys by
-    rank in their row, whatever they are."""
+    group's keys differ; equal keys keep their order."""
     perm = np.broadcast_to(np.arange(ka.shape[1]), ka.shape).copy()
     moved = np.flatnonzero((ka != kb).any(axis=1))   # only these rows need sorting
     ka, kb = ka[moved], kb[moved]
     oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
-    if equal and not np.array_equal(np.take_along_axis(ka, oa, 1),
-                                    np.take_along_axis(kb, ob, 1)):
+    if not np.array_equal(np.take_along_axis(ka, oa, 1), np.take_along_axis(kb, ob, 1)):
         return None
     sub = np.empty_like(oa)
     np.put_along_axis(sub, ob, oa, 1)
@@ -176,12 +168,10 @@ def _order(ka, kb, equal=True):
 
 
 def _ways(lay, a, b):
-    """(a with each cache set's ways and the stream table's rows in b's order, and its line
-    fill buffers in the order of b's by time, {region offset: word map P: b's word j of the
-    region holds what a's word P[j] held}), or None where a set's lines or the table's
-    pages differ. Sets of a level without a stamp per way keep their order. The buffers'
-    times are then checked as every clock's are (match: moved or stale), which the order
-    by time keeps: stale times lie before every moved one."""
+    """(a with each cache set's ways and the stream table's rows in b's order, {region
+    offset: word map P: b's word j of the region holds what a's word P[j] held}), or None
+    where a set's lines or the table's pages differ. Sets of a level without a stamp per
+    way keep their order."""
     tags = lay.blocks["tags"]
     P = np.arange(lay.n_blocks)
     for base, sets, ways in lay.permutable:
@@ -198,8 +188,6 @@ def _ways(lay, a, b):
     Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
     maps = {o: P for o in lay.blocks.values()}
     maps[off] = Q
-    off, n = lay.lfb
-    maps[off] = _order(a[off:off + n][None, :], b[off:off + n][None, :], equal=False)
     a = a.copy()
     for o, M in maps.items():
         a[o:o + len(M)] = a[o + M]
@@ -333,7 +321,6 @@ def _signature(lay, S, before):
     for js, i, scale in lay.sig_groups:
         vals = v[js]
         v[js] = np.where(vals >= before[i] * scale, vals - S[i] * scale, np.iinfo(np.int64).min)
-    v[lay.sig_lfb] = np.sort(v[lay.sig_lfb])   # the fill buffers in any order
     return v.tobytes()
 
 
