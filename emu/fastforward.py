@@ -37,6 +37,7 @@ from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
 UNIT_WORDS = 16   # an op or cache line simulated costs tens of words copied (50 ns, 1-2 ns)
+KEPT = 10         # snapshots a large body keeps: the line fill buffers' rotation (10 of them)
 COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
 COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                    MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
@@ -335,12 +336,13 @@ def run_repeated(m, runs, n, drain_each, units):
     repetitions fast-forwarded. A repetition whose signature equals one p before proposes
     a period p; the state then and p repetitions later are matched word by word. A body
     that costs more than its snapshot (`units`: its ops and cache lines touched, each worth
-    UNIT_WORDS of the state's and memory's words) keeps the state after each repetition,
-    so that a period of one is matched when it is proposed, not a repetition later, and
-    the first repetition is matched against the state before it (no signature then)."""
-    lay, sigs, candidate = _Layout(m), [], None
+    UNIT_WORDS of the state's and memory's words) keeps the states after its last KEPT
+    repetitions, so that a period of up to KEPT is matched when it is proposed, not a
+    period later, and the first repetition is matched against the state before it (no
+    signature then)."""
+    lay, sigs, kept, candidate = _Layout(m), [], [], None
     keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
-    last = _snapshot(m) if keep else None
+    initial = _snapshot(m) if keep else None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()}
@@ -349,8 +351,12 @@ def run_repeated(m, runs, n, drain_each, units):
         done += 1
         sig = _signature(lay, m.S, before)
         now = _snapshot(m) if keep else None
-        if candidate is None and last is not None and (done == 1 or sigs[-1] == sig):
-            candidate = (done - 1, 1, last)
+        if candidate is None and keep:
+            if done == 1:
+                candidate = (0, 1, initial)
+            for p in range(1, len(kept) + 1):
+                if candidate is None and sigs[-p] == sig:
+                    candidate = (done - p, p, kept[-p])
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
             candidate = None
@@ -361,7 +367,7 @@ def run_repeated(m, runs, n, drain_each, units):
                 apply(m, lay, plan, k)
                 done += k * p
                 skipped += k * p
-                sigs, last = [], None
+                sigs, kept = [], []
                 continue
         if candidate is None:
             for p in range(1, len(sigs) + 1):
@@ -369,5 +375,5 @@ def run_repeated(m, runs, n, drain_each, units):
                     candidate = (done, p, now if now is not None else _snapshot(m))
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
-        last = now
+        kept = (kept + [now])[-KEPT:] if keep else kept
     return skipped
