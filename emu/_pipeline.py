@@ -95,7 +95,8 @@ def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
             over = seq - S[ix(seqs + head)] - rob
             if over < 0 and lseq - S[ix(lseqs + head)] <= lb and count < rob:
                 break
-            now = d + max(over, 0) // S[TP.RETIRE]
+            # the ROB not over-full (a stall for the load buffer): nothing to retire beyond d
+            now = d + over // S[TP.RETIRE] if over > 0 else d
         head = head + 1 if head + 1 < rob else 0   # (head + 1) % rob, head < rob
         count -= 1
     return now, head, count

@@ -31,14 +31,10 @@ from emu.results import (
 )
 from isa.ops import (
     COL_ADDR,
-    COL_FLAGS,
     COL_IMM,
     COL_OP,
     COL_SIZE,
-    FLAG_EXTABLE,
-    FLAG_MCSAFE,
     N_COLS,
-    PEER,
     PEER_OPS,
     PHYS_LIMIT,
     Op,
@@ -86,11 +82,6 @@ def _core_cached(S, pt, frames):
         return key in run._cache._cache_file._load_index()
     except AttributeError:   # a NullCache (caching off), or numba changed its private API
         return False
-
-
-def _fixups(ops):
-    """Whether ops has exception-table or machine-check-safe ops (RunResult.left())."""
-    return bool(len(ops)) and bool((ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any())
 
 
 def _announce_compile(m):
@@ -254,22 +245,24 @@ class Machine:
         sites, cost, fixups, _ = self._check(program)
         return self._run_checked(program, sites, cost, fixups, drain)
 
-    def _check(self, program):
+    def _check(self, program, repeat=False):
         """What every run of `program` on this machine shares, done once (run_rounds and
         repeat run a program many times): validation, its SITE rows and their ids in this
-        machine, its cycle bound, whether it has exception-table ops, and its ops plus cache
-        lines touched. Returns ((rows, ids), cost, fixups, units)."""
+        machine, its cycle bound, whether it has exception-table ops (refused if `repeat`),
+        and its ops plus cache lines touched. Returns ((rows, ids), cost, fixups, units)."""
         _announce_compile(self)
-        work, units = program.validate()
+        work, units, fixups, peer = program.validate()
+        if repeat and fixups:
+            raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
+                             "N times to read each run's RunResult.left()")
         cost = work + units * self._cycles_per_unit
         self._check_clock(program, cost)
-        ops = program.ops
         sites = self._global_sites(program)
-        if len(self.profile.values["cache"]) < 2 and PEER[ops[:, COL_OP]].any():
+        if peer and len(self.profile.values["cache"]) < 2:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
-        return sites, cost, _fixups(ops), units
+        return sites, cost, fixups, units
 
     def _check_clock(self, program, cost):
         bound = self.cycles + cost
@@ -350,12 +343,9 @@ class Machine:
         for program in programs:
             if not isinstance(program, Program):
                 raise TypeError(f"run() takes a Program, not {type(program).__name__}")
-            if _fixups(program.ops):
-                raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
-                                 "N times to read each run's RunResult.left()")
         runs, units = [], 0
         for program in programs:
-            ops, cost, fixups, u = self._check(program)
+            ops, cost, fixups, u = self._check(program, repeat=True)
             runs.append(partial(self._run_checked, program, ops, cost, fixups))
             units += u
         start = self.cycles

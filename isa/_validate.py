@@ -2,6 +2,7 @@
 failing it. Which operands each op has, and their rules, come from isa.ops.OP_SPEC."""
 from enum import IntEnum
 
+import numpy as np
 from numba import njit
 
 from isa.ops import (
@@ -14,13 +15,16 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_EXTABLE,
     FLAG_INDEXED,
     FLAG_MASKED,
+    FLAG_MCSAFE,
     FLUSH,
     IMM_KIND,
     MAX_WORK_CYCLES,
     MOVNT_SIZES,
     N_OPS,
+    PEER,
     PHYS_LIMIT,
     RANGE_KIND,
     SIZE_RULE,
@@ -32,6 +36,13 @@ from isa.ops import (
 )
 
 MAX_SCALE = 4096
+
+# Ops whose only checks, without flags, are the size (1..64), the address range and a data
+# offset: plain loads and stores, most of any trace, take first_bad's short path.
+SIMPLE = np.array([ADDR_KIND[op] == AddrKind.ADDRESS and SIZE_RULE[op] == SizeRule.UP_TO_LINE
+                   and RANGE_KIND[op] == RangeKind.BYTES
+                   and IMM_KIND[op] in (ImmKind.NONE, ImmKind.SCALE, ImmKind.DATA)
+                   for op in range(N_OPS)])
 
 # The core indexes a load or masks it, never both: an indexed load drops the mask silently.
 INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
@@ -73,9 +84,12 @@ def _fail(first, check, i):
 def first_bad(ops, n_sites, blob_len, first, cost):
     """first[c] = index of the first op failing Check c (left -1 if none); cost[0] = the
     program's WORK cycles, cost[1] = its ops plus the cachelines they touch (floats: no
-    sum of valid operands can wrap)."""
+    sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table or
+    machine-check-safe flag, cost[3] = 1 if an op is another core's access (what
+    Machine.run needs to know of the whole program, found in the same pass)."""
     work = 0.0
     units = float(ops.shape[0])
+    peer = False
     for i in range(ops.shape[0]):
         op = ops[i, COL_OP]
         if op < 0 or op >= N_OPS:
@@ -83,9 +97,18 @@ def first_bad(ops, n_sites, blob_len, first, cost):
             continue
         addr = ops[i, COL_ADDR]
         size = ops[i, COL_SIZE]
+        peer |= PEER[op] != 0
+        if SIMPLE[op] and ops[i, COL_FLAGS] == 0 and 1 <= size <= 64 and \
+                0 <= addr <= PHYS_LIMIT - size and (IMM_KIND[op] != ImmKind.DATA or
+                                                   ops[i, COL_DATA] + size <= blob_len
+                                                   or ops[i, COL_DATA] < 0):
+            units += size // 64 + 2   # as below: n // 64 + 2 for n = size bytes
+            continue
         src = ops[i, COL_SRC]
         imm = ops[i, COL_IMM]
         flags = ops[i, COL_FLAGS]
+        if flags & (FLAG_EXTABLE | FLAG_MCSAFE):
+            cost[2] = 1.0
         rule = SIZE_RULE[op]
         if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
             _fail(first, Check.SIZE, i)
@@ -136,3 +159,4 @@ def first_bad(ops, n_sites, blob_len, first, cost):
             units += (n // 64 + 2) * (2.0 if copy else 1.0)
     cost[0] = work
     cost[1] = units
+    cost[3] = 1.0 if peer else 0.0

@@ -480,13 +480,14 @@ class Program:
 
     def validate(self):
         """Raise ProgramError naming the first op whose operands the core cannot execute.
-        Returns (WORK cycles, ops plus cachelines touched) as floats: what Machine.run
-        bounds the run's cycles with."""
+        Returns (WORK cycles, ops plus cachelines touched) as floats, what Machine.run
+        bounds the run's cycles with, then whether any op has FLAG_EXTABLE or FLAG_MCSAFE
+        and whether any is another core's access (isa.ops.PEER_OPS)."""
         ops = self.ops
         if not len(ops):
-            return 0.0, 0.0
+            return 0.0, 0.0, False, False
         first = np.full(len(Check), -1, dtype=np.int64)
-        cost = np.zeros(2, dtype=np.float64)
+        cost = np.zeros(4, dtype=np.float64)
         first_bad(ops, len(self.site_names), len(self._blob), first, cost)
         for check in Check:
             i = int(first[check])
@@ -497,4 +498,4 @@ class Program:
                 raise ProgramError(f"op {i}: unknown opcode {op}")
             raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): "
                                f"{WHY[check]}")
-        return float(cost[0]), float(cost[1])
+        return float(cost[0]), float(cost[1]), bool(cost[2]), bool(cost[3])
