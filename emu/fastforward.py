@@ -37,7 +37,7 @@ from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
 UNIT_WORDS = 16   # an op or cache line simulated costs tens of words copied (50 ns, 1-2 ns)
-KEPT = 10         # snapshots a large body keeps: the line fill buffers' rotation (10 of them)
+KEPT = 10         # snapshots a large body keeps: the fill buffers turn (10 on skylake-ddr4)
 COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
 COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                    MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
