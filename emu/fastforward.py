@@ -36,6 +36,8 @@ from memmodel.layout import L1_MEMO_AT, LV, LV_AT, MEMO, MS
 from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
+UNIT_WORDS = 16   # an op or cache line simulated costs tens of words copied (50 ns, 1-2 ns)
+KEPT = 10         # snapshots a large body keeps: the fill buffers turn (10 on skylake-ddr4)
 COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
 COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                    MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
@@ -51,7 +53,7 @@ class _Layout:
 
     def __init__(self, m):
         S, lay = m.S, m.layout
-        n = self.words = len(S)
+        n = len(S)
         rings = self.rings = []   # (head index, size, [(flat slots (size, width), clock)])
         ring_words = np.zeros(n, dtype=bool)
 
@@ -154,12 +156,16 @@ def _advances(lay, a, b):
 def _order(ka, kb):
     """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
     group's keys differ; equal keys keep their order."""
+    perm = np.broadcast_to(np.arange(ka.shape[1]), ka.shape).copy()
+    moved = np.flatnonzero((ka != kb).any(axis=1))   # only these rows need sorting
+    ka, kb = ka[moved], kb[moved]
     oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
     if not np.array_equal(np.take_along_axis(ka, oa, 1), np.take_along_axis(kb, ob, 1)):
         return None
-    perm = np.empty_like(oa)
-    np.put_along_axis(perm, ob, oa, 1)
-    return (perm + np.arange(len(ka))[:, None] * ka.shape[1]).reshape(-1)
+    sub = np.empty_like(oa)
+    np.put_along_axis(sub, ob, oa, 1)
+    perm[moved] = sub
+    return (perm + np.arange(len(perm))[:, None] * perm.shape[1]).reshape(-1)
 
 
 def _ways(lay, a, b):
@@ -188,7 +194,7 @@ def _ways(lay, a, b):
         a[o:o + len(M)] = a[o + M]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        a[memo] = np.argsort(P)[a[memo]]
+        a[memo] = np.flatnonzero(P == a[memo])[0]
     return a, maps
 
 
@@ -256,15 +262,16 @@ def match(lay, a, b, mem_a, mem_b):
             "counts": b[lay.counter] - a[lay.counter], "maps": maps}
 
 
-def _power(P, c, k):
-    """(P', c') of k applications of x -> x[P] + c."""
-    rp, rc = np.arange(len(P)), np.zeros_like(c)
+def _power(P, cs, k):
+    """(P', [c', ...]) of k applications of x -> x[P] + c, for each c of cs (one word map
+    shared by several sections: its powers once)."""
+    rp, rcs = np.arange(len(P)), [np.zeros_like(c) for c in cs]
     while k:
         if k & 1:
-            rp, rc = rp[P], rc[P] + c
-        P, c = P[P], c[P] + c
+            rp, rcs = rp[P], [rc[P] + c for rc, c in zip(rcs, cs)]
+        P, cs = P[P], [c[P] + c for c in cs]
         k >>= 1
-    return rp, rc
+    return rp, rcs
 
 
 def apply(m, lay, plan, k):
@@ -279,13 +286,19 @@ def apply(m, lay, plan, k):
             sel = idx[inside & (idx >= o) & (idx < o + len(add))]
             add[sel - o] = d
         S[idx[~inside]] += k * d
-    powers = {}
+    powers, shared = {}, {}
     for o, M in maps.items():
-        powers[o], ck = _power(M, adds[o], k)
-        S[o:o + len(M)] = S[o + powers[o]] + ck
+        shared.setdefault(id(M), (M, []))[1].append(o)
+    for M, offs in shared.values():
+        moving = [o for o in offs if adds[o].any()]   # the others only move with the map
+        rp, cks = _power(M, [adds[o] for o in moving], k)
+        ck = dict(zip(moving, cks))
+        for o in offs:
+            powers[o] = rp
+            S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        S[memo] = np.argsort(powers[lay.blocks["tags"]])[S[memo]]
+        S[memo] = np.flatnonzero(powers[lay.blocks["tags"]] == S[memo])[0]
     S[lay.counter] += k * plan["counts"]
     moved = iter(plan["ring_moved"])
     for (head, size, parts), t in zip(lay.rings, plan["turns"]):
@@ -316,39 +329,51 @@ def _snapshot(m):
     return m.S.copy(), (m.pt.copy(), m.frames.copy())
 
 
-def run_repeated(m, programs, n, drain_each):
-    """Run the `programs` in turn, n times over, on machine m: back to back as one program
-    (drain_each false: nothing drained between them), or each drained as run() drains it;
-    returns the repetitions fast-forwarded. A repetition whose signature equals one p before
-    proposes a period p; the state then and p repetitions later are matched word by word."""
-    lay, sigs, candidate = None, [], None
+def run_repeated(m, runs, n, drain_each, units):
+    """Call the `runs` (run(drain) of one program each on machine m, their sites already
+    in its tables) in turn, n times over: back to back as one program (drain_each false:
+    nothing drained between them), or each drained as run() drains it; returns the
+    repetitions fast-forwarded. A repetition whose signature equals one p before proposes
+    a period p; the state then and p repetitions later are matched word by word. A body
+    that costs more than its snapshot (`units`: its ops and cache lines touched, each worth
+    UNIT_WORDS of the state's and memory's words) keeps the states after its last KEPT
+    repetitions, so that a period of up to KEPT is matched when it is proposed, not a
+    period later, and the first repetition is matched against the state before it (no
+    signature then)."""
+    lay, sigs, kept, candidate = _Layout(m), [], [], None
+    keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
+    initial = _snapshot(m) if keep else None
     done = skipped = 0
     while done < n:
-        before = {i: int(m.S[i]) for i in lay.now.values()} if lay else None
-        for program in programs:
-            m.run(program, drain=drain_each)
+        before = {i: int(m.S[i]) for i in lay.now.values()}
+        for run in runs:
+            run(drain_each)
         done += 1
-        if lay is None or lay.words != len(m.S):   # the first run may add sites (site_ctr)
-            lay, sigs, candidate = _Layout(m), [], None
+        sig = _signature(lay, m.S, before)
+        now = _snapshot(m) if keep else None
+        if candidate is None and keep:
+            if done == 1:
+                candidate = (0, 1, initial)
+            for p in range(1, len(kept) + 1):
+                if candidate is None and sigs[-p] == sig:
+                    candidate = (done - p, p, kept[-p])
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
             candidate = None
-            now = _snapshot(m)
+            now = now if now is not None else _snapshot(m)
             plan = match(lay, old[0], now[0], old[1], now[1])
             k = (n - done) // p if plan is not None else 0
             if k:
                 apply(m, lay, plan, k)
                 done += k * p
                 skipped += k * p
-                sigs = []
+                sigs, kept = [], []
                 continue
-        if before is None:
-            continue
-        sig = _signature(lay, m.S, before)
         if candidate is None:
             for p in range(1, len(sigs) + 1):
                 if sigs[-p] == sig and n - done >= 2 * p:
-                    candidate = (done, p, _snapshot(m))
+                    candidate = (done, p, now if now is not None else _snapshot(m))
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
+        kept = (kept + [now])[-KEPT:] if keep else kept
     return skipped

@@ -7,6 +7,8 @@ turns the core's status codes into Python exceptions naming op index, site and a
 import hashlib
 import sys
 import time
+from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 
@@ -29,17 +31,15 @@ from emu.results import (
 )
 from isa.ops import (
     COL_ADDR,
-    COL_FLAGS,
+    COL_IMM,
     COL_OP,
     COL_SIZE,
-    FLAG_EXTABLE,
-    FLAG_MCSAFE,
     N_COLS,
     PEER_OPS,
     PHYS_LIMIT,
     Op,
 )
-from isa.program import Program, ProgramError, remap_sites
+from isa.program import Program, ProgramError, site_ids
 from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -183,13 +183,28 @@ class Machine:
     def cycles(self):
         return int(self.S[st.SC.NOW])
 
-    def _global_ops(self, program):
-        ops = remap_sites(program.ops, program.site_names, self._site_ids, self.site_names)
-        rows = self.layout.shapes["site_ctr"][0]
-        if len(self.site_names) > rows:
+    def _global_sites(self, program):
+        """The SITE rows of program and their ids in this machine's table (names new to it
+        added): (rows, ids)."""
+        rows, ids = site_ids(program.ops, program.site_names, self._site_ids, self.site_names)
+        n = self.layout.shapes["site_ctr"][0]
+        if len(self.site_names) > n:
             self.S = self.layout.resized(self.S, "site_ctr",
-                                         (max(len(self.site_names), 2 * rows), st.N_SCOUNT))
-        return ops
+                                         (max(len(self.site_names), 2 * n), st.N_SCOUNT))
+        return rows, ids
+
+    @contextmanager
+    def _with_global_sites(self, program, rows, ids):
+        """program's ops with this machine's site ids in its SITE rows while the block lasts,
+        written into the program's array and put back after: a copy of a large program per
+        run would cost more than running it (the program is left as it was)."""
+        ops = program.ops
+        own = ops[rows, COL_IMM]
+        ops[rows, COL_IMM] = ids
+        try:
+            yield ops
+        finally:
+            ops[rows, COL_IMM] = own
 
     @classmethod
     def warmup(cls):
@@ -227,19 +242,44 @@ class Machine:
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
             return self._run_repeated([program], drain, repeat)
+        sites, cost, fixups, _ = self._check(program)
+        return self._run_checked(program, sites, cost, fixups, drain)
+
+    def _check(self, program, repeat=False):
+        """What every run of `program` on this machine shares, done once (run_rounds and
+        repeat run a program many times): validation, its SITE rows and their ids in this
+        machine, its cycle bound, whether it has exception-table ops (refused if `repeat`),
+        and its ops plus cache lines touched. Returns ((rows, ids), cost, fixups, units)."""
         _announce_compile(self)
         work, units, fixups, peer = program.validate()
-        bound = self.cycles + work + units * self._cycles_per_unit
+        if repeat and fixups:
+            raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
+                             "N times to read each run's RunResult.left()")
+        cost = work + units * self._cycles_per_unit
+        self._check_clock(program, cost)
+        sites = self._global_sites(program)
+        if peer and len(self.profile.values["cache"]) < 2:
+            raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
+                             "needs a private cache level above a shared last level; this "
+                             "profile has one level")
+        return sites, cost, fixups, units
+
+    def _check_clock(self, program, cost):
+        bound = self.cycles + cost
         if bound >= CLOCK_LIMIT:
             raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
                                f"cycles, beyond the emulated clock's limit {CLOCK_LIMIT:.3g} "
                                f"(the clock is at {self.cycles}): split it, or shorten its "
                                "WORK ops and bulk operations")
-        ops = self._global_ops(program)
-        if peer and len(self.profile.values["cache"]) < 2:
-            raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
-                             "needs a private cache level above a shared last level; this "
-                             "profile has one level")
+
+    def _run_checked(self, program, sites, cost, fixups, drain):
+        """Run `program` whose _check gave (sites, cost, fixups)."""
+        self._check_clock(program, cost)   # the clock has moved since the check
+        with self._with_global_sites(program, *sites) as ops:
+            return self._run_ops(program, ops, fixups, drain)
+
+    def _run_ops(self, program, ops, fixups, drain):
+        """The core's run of `program` as `ops` (with this machine's site ids)."""
         data = program.data
         start_cycle = self.cycles
         undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
@@ -303,11 +343,13 @@ class Machine:
         for program in programs:
             if not isinstance(program, Program):
                 raise TypeError(f"run() takes a Program, not {type(program).__name__}")
-            if (program.ops[:, COL_FLAGS] & (FLAG_EXTABLE | FLAG_MCSAFE)).any():
-                raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
-                                 "N times to read each run's RunResult.left()")
+        runs, units = [], 0
+        for program in programs:
+            ops, cost, fixups, u = self._check(program, repeat=True)
+            runs.append(partial(self._run_checked, program, ops, cost, fixups))
+            units += u
         start = self.cycles
-        skipped = fastforward.run_repeated(self, programs, int(n), drain_each)
+        skipped = fastforward.run_repeated(self, runs, int(n), drain_each, units)
         cycles = (self.drain() if drain and not drain_each else self.cycles) - start
         return RunResult(cycles, cycles / (self.freq_ghz * 1e9),
                          sum(len(p) for p in programs) * int(n), fast_forwarded=skipped)

@@ -71,23 +71,33 @@ def _as_imm(name, value):
     return int(np.int64(np.uint64(int(value) & (2**64 - 1))))
 
 
-def remap_sites(ops, names, ids, id_names):
-    """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
-    `ids` (name -> id), adding unknown names to it and to the list `id_names`. Returns a
-    copy of ops if any row changed, else ops itself."""
-    if not names:  # a program without site names has no (valid) SITE rows: skip the scan
-        return ops
-    rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0]
-    if not len(rows):
-        return ops
-    ops = ops.copy()
-    for i in rows:
-        name = names[ops[i, COL_IMM]]
+def site_ids(ops, names, ids, id_names):
+    """(rows, new ids): the SITE rows of ops and, for their site ids (indices into
+    `names`), the ids of the table `ids` (name -> id), unknown names added to it and to the
+    list `id_names` in the order their rows come."""
+    rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0] if names else np.zeros(0, dtype=np.int64)
+    imm = ops[rows, COL_IMM]
+    used, first = np.unique(imm, return_index=True)
+    table = np.zeros(len(names), dtype=np.int64)
+    for i in used[np.argsort(first)]:
+        name = names[i]
         sid = ids.get(name)
         if sid is None:
             sid = ids[name] = len(id_names)
             id_names.append(name)
-        ops[i, COL_IMM] = sid
+        table[i] = sid
+    return rows, table[imm]
+
+
+def remap_sites(ops, names, ids, id_names):
+    """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
+    `ids` (name -> id), adding unknown names to it and to the list `id_names`. Returns a
+    copy of ops if any row changed, else ops itself."""
+    rows, new = site_ids(ops, names, ids, id_names)
+    if np.array_equal(ops[rows, COL_IMM], new):
+        return ops
+    ops = ops.copy()
+    ops[rows, COL_IMM] = new
     return ops
 
 
@@ -443,13 +453,24 @@ class Program:
         return self
 
     @classmethod
-    def from_array(cls, ops, data=b"", site_names=()):
-        """Build from a raw op array (e.g. loaded from .npy); validates every row."""
+    def from_array(cls, ops, data=b"", site_names=(), copy=True):
+        """Build from a raw op array (e.g. loaded from .npy); validates every row.
+        copy=False: the Program keeps `ops` itself (a C-contiguous writable int64 array,
+        which the caller then leaves alone) instead of a copy: a builder's large arrays."""
         ops = np.asarray(ops)
         if ops.ndim != 2 or ops.shape[1] != N_COLS:
             raise ProgramError(f"op array must have shape (n, {N_COLS}), got {ops.shape}")
-        p = cls(capacity=len(ops))
-        p._ops[:len(ops)] = ops   # cast as astype() would, without its extra copy
+        if copy:
+            p = cls(capacity=len(ops))
+            p._ops[:len(ops)] = ops   # cast as astype() would, without its extra copy
+        elif ops.dtype != np.int64 or not (ops.flags.c_contiguous and ops.flags.writeable):
+            layout = ("a C-contiguous" if ops.flags.c_contiguous else "a non-contiguous") + (
+                "" if ops.flags.writeable else " read-only")
+            raise ProgramError(f"from_array(copy=False) takes a C-contiguous writable int64 "
+                               f"array, not {layout} {ops.dtype} one")
+        else:
+            p = cls(capacity=0)
+            p._ops = ops
         p._n = len(ops)
         p._blob = bytearray(data)
         p.site_names = list(site_names)

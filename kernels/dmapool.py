@@ -116,20 +116,17 @@ class _Rows:
     """The op rows of one round, added a column array at a time and put in order at the
     end: row (event k, step j) runs after (k, j - 1) and before anything of event k + 1."""
 
+    COLS = (COL_OP, COL_ADDR, COL_SIZE, COL_IMM, COL_FLAGS)
+
     def __init__(self):
-        self.keys, self.parts = [], []
+        self.keys, self.cols = [], {c: [] for c in self.COLS}
 
     def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
         event = np.asarray(event, dtype=np.int64)
-        rows = np.zeros((event.size, N_COLS), dtype=np.int64)
-        rows[:, COL_OP] = op
-        rows[:, COL_ADDR] = addr
-        rows[:, COL_SIZE] = size
-        rows[:, COL_DATA] = -1
-        rows[:, COL_IMM] = imm
-        rows[:, COL_FLAGS] = flags
-        self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
-        self.parts.append(rows)
+        shape = (event.size,)
+        self.keys.append(np.broadcast_to(event * _STEP + step, shape))
+        for col, v in zip(self.COLS, (op, addr, size, imm, flags)):
+            self.cols[col].append(np.broadcast_to(np.asarray(v, dtype=np.int64), shape))
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
@@ -141,8 +138,12 @@ class _Rows:
         self.add(event, step, Op.STORE, addr, imm=value)
 
     def program(self):
-        keys, rows = np.concatenate(self.keys), np.concatenate(self.parts)
-        return Program.from_array(rows[np.argsort(keys, kind="stable")], site_names=SITES)
+        order = np.argsort(np.concatenate(self.keys), kind="stable")
+        ops = np.zeros((len(order), N_COLS), dtype=np.int64)
+        ops[:, COL_DATA] = -1
+        for col, parts in self.cols.items():   # a column at a time: no (rows, N_COLS) copies
+            ops[:, col] = np.concatenate(parts)[order]
+        return Program.from_array(ops, site_names=SITES, copy=False)
 
 
 @dataclass
@@ -237,55 +238,59 @@ def _lock(r, ev, step, pool, costs):
     return step + 2
 
 
-def _pool_initialise_page(r, ev, step, pool, j, old_head):
-    """Link page j's blocks (in address order) in front of the free list and put the page
-    at the head of the page list (one event: ev is a scalar)."""
-    ids = j * pool.bpp + np.arange(pool.bpp, dtype=np.int64)
-    blk = pool.block(ids)
-    nxt = np.append(blk[1:], old_head)
-    k = np.arange(pool.bpp, dtype=np.int64)
-    ev_k = np.full(pool.bpp, ev, dtype=np.int64)
+def _pool_initialise_pages(r, ev, step, pool, j):
+    """For each event ev[i], page j[i] (arrays, pages ascending): link the page's blocks (in
+    address order) into the free list, empty when a page is added, and put the page at the
+    head of the page list. Returns the next step."""
+    ids = j[:, None] * pool.bpp + np.arange(pool.bpp, dtype=np.int64)   # (pages, bpp)
+    blk, vaddr = pool.block(ids), pool.vaddr(ids)
+    nxt = np.append(blk[:, 1:], np.zeros((len(j), 1), dtype=np.int64), axis=1)
     r.site(ev, step, "pool_initialise_page")
-    page = int(pool.page(j))
-    old_first = int(pool.page(j - 1)) if j else pool.pool
-    r.store(ev, step + 1, page + PAGE_VADDR, int(pool.vaddr(ids[0])))
-    r.store(ev, step + 2, page + PAGE_DMA, int(pool.vaddr(ids[0])))
+    page = pool.page(j)
+    r.store(ev, step + 1, page + PAGE_VADDR, vaddr[:, 0])
+    r.store(ev, step + 2, page + PAGE_DMA, vaddr[:, 0])
     s = step + 3
     if pool.variant != "orig":
-        r.store(ev, s, page + PAGE_BLOCKS, int(blk[0]))
+        r.store(ev, s, page + PAGE_BLOCKS, blk[:, 0])
         s += 1
-    r.add(ev_k, s + 3 * k, Op.STORE, blk + BLK_DMA, imm=pool.vaddr(ids))
-    r.add(ev_k, s + 3 * k + 1, Op.STORE, blk + BLK_NEXT, imm=nxt)
+    ev_k = np.repeat(ev, pool.bpp)
+    k3 = s + 3 * np.tile(np.arange(pool.bpp, dtype=np.int64), len(j))
+    r.add(ev_k, k3, Op.STORE, blk.reshape(-1) + BLK_DMA, imm=vaddr.reshape(-1))
+    r.add(ev_k, k3 + 1, Op.STORE, blk.reshape(-1) + BLK_NEXT, imm=nxt.reshape(-1))
     if pool.variant != "orig":
-        r.add(ev_k, s + 3 * k + 2, Op.STORE, blk + BLK_VADDR, imm=pool.vaddr(ids))
+        r.add(ev_k, k3 + 2, Op.STORE, blk.reshape(-1) + BLK_VADDR, imm=vaddr.reshape(-1))
     s += 3 * pool.bpp
     # last->next_block = pool->next_block; pool->next_block = first
     r.load(ev, s, pool.pool + POOL_NEXT_BLOCK)
-    r.store(ev, s + 1, pool.pool + POOL_NEXT_BLOCK, int(blk[0]))
+    r.store(ev, s + 1, pool.pool + POOL_NEXT_BLOCK, blk[:, 0])
     s += 2
     # list_add(&page->page_list, &pool->page_list)
+    prev = j > 0
+    old_first = np.where(prev, pool.page(j - 1), pool.pool)
     r.store(ev, s, page + PAGE_LIST, old_first)
     r.store(ev, s + 1, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
-    r.store(ev, s + 2, (old_first + PAGE_PREV) if j else pool.pool + POOL_PAGE_LIST + 8, page)
+    r.store(ev, s + 2, np.where(prev, old_first + PAGE_PREV, pool.pool + POOL_PAGE_LIST + 8),
+            page)
     r.store(ev, s + 3, pool.pool + POOL_PAGE_LIST, page)
     return s + 4
 
 
-def _maple_insert_page(r, ev, step, pool, j):
-    """The first round's tree stores for page j's entries (pivot and slot of each), after
-    setting the root pointer."""
+def _maple_insert_pages(r, ev, step, pool, j):
+    """The first round's tree stores for the entries of each page j[i] (pivot and slot of
+    each), in event ev[i], after setting the root pointer."""
     starts, blocks, levels = pool.tree
     r.store(ev, step, pool.pool + POOL_MT_ROOT, int(pool.node(levels[-1][0])))
     step += 1
-    e = np.nonzero((blocks // pool.bpp == j) & (blocks >= 0))[0]
-    ev_k = np.full(len(e), ev, dtype=np.int64)
+    e = np.nonzero(blocks >= 0)[0]
+    e = e[np.isin(blocks[e] // pool.bpp, j)]      # in address order: page by page
+    page = blocks[e] // pool.bpp
+    k = np.arange(len(e), dtype=np.int64) - np.searchsorted(page, page)   # rank in its page
+    ev_k = ev[np.searchsorted(j, page)]
     leaf = pool.node(levels[0][0] + e // MAPLE_SLOTS)
     slot = e % MAPLE_SLOTS
-    k = np.arange(len(e), dtype=np.int64)
     last = np.minimum(slot, MAPLE_PIVOTS - 1)
     r.add(ev_k, step + 2 * k, Op.STORE, leaf + MN_PIVOT + 8 * last, imm=starts[e] + pool.size - 1)
     r.add(ev_k, step + 2 * k + 1, Op.STORE, leaf + MN_SLOT + 8 * slot, imm=pool.block(blocks[e]))
-    return step + 2 * len(e)
 
 
 def _mtree_load(r, events, step, pool, b):
@@ -344,34 +349,36 @@ def dmapool_test_alloc(pool, blocks, costs):
     round's Program."""
     r = _Rows()
     pairs = pool.base + AT_PAIRS + PAIR_BYTES * np.arange(blocks, dtype=np.int64)
+    # the allocator's choices: the free list popped from its end, then each new page's
+    # blocks in address order (pool_initialise_page links them so)
+    take = min(blocks, len(pool.free))
     got = np.empty(blocks, dtype=np.int64)
-    heads_before = np.empty(blocks, dtype=np.int64)
-    inits = []
-    for k in range(blocks):                       # the allocator's choices, in Python
-        if not pool.free:
-            inits.append((k, pool.pages))
-            pool.free.extend(range((pool.pages + 1) * pool.bpp - 1, pool.pages * pool.bpp - 1,
-                                   -1))
-            pool.pages += 1
-        got[k] = pool.free.pop()
-    if pool.variant == "maple" and inits:
-        pool.build_tree()
+    got[:take] = pool.free[len(pool.free) - take:][::-1]
+    del pool.free[len(pool.free) - take:]
+    need = blocks - take
+    new_pages = -(-need // pool.bpp)
+    init_ev = take + pool.bpp * np.arange(new_pages, dtype=np.int64)   # alloc calls adding pages
+    init_page = pool.pages + np.arange(new_pages, dtype=np.int64)
+    got[take:] = pool.pages * pool.bpp + np.arange(need, dtype=np.int64)
+    if new_pages:
+        pool.pages += new_pages
+        pool.free = list(range(pool.pages * pool.bpp - 1, int(got[-1]), -1))
+        if pool.variant == "maple":
+            pool.build_tree()
     # dma_pool_alloc: events 0 .. blocks - 1
     ev = np.arange(blocks, dtype=np.int64)
     r.site(ev, 0, "dma_pool_alloc")
     r.add(ev, 1, Op.WORK, imm=costs.call)
     _lock(r, ev, 2, pool, costs)
-    for k, j in inits:            # first round: the list is empty, unlock, get a page, relock
-        r.load(k, 8, pool.pool + POOL_NEXT_BLOCK)
-        r.store(k, 9, pool.pool + POOL_LOCK, 0)
-        t = _lock(r, k, 10, pool, costs)
-        t = _pool_initialise_page(r, k, t, pool, j, 0)
+    if new_pages:             # the list is empty: unlock, get a page, relock
+        r.load(init_ev, 8, pool.pool + POOL_NEXT_BLOCK)
+        r.store(init_ev, 9, pool.pool + POOL_LOCK, 0)
+        t = _lock(r, init_ev, 10, pool, costs)
+        t = _pool_initialise_pages(r, init_ev, t, pool, init_page)
         if pool.variant == "maple":
-            _maple_insert_page(r, k, t, pool, j)
+            _maple_insert_pages(r, init_ev, t, pool, init_page)
     nxt = np.append(pool.block(got[1:]), 0)       # the list after each pop, in this round
-    for k, j in inits:                            # ... where a page ran out, it was empty
-        if k:
-            nxt[k - 1] = 0
+    nxt[init_ev[init_ev > 0] - 1] = 0             # ... where a page ran out, it was empty
     if pool.free:
         nxt[-1] = int(pool.block(pool.free[-1]))
     blk = pool.block(got)
@@ -388,10 +395,10 @@ def dmapool_test_alloc(pool, blocks, costs):
     r.site(ev, t + 8, "dmapool_test_alloc")
     r.store(ev, t + 9, pairs + PAIR_V, pool.vaddr(got))
     r.store(ev, t + 10, pairs + PAIR_DMA, pool.vaddr(got))
-    # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order
-    for k in range(blocks):
-        heads_before[k] = pool.head()
-        pool.free.append(int(got[k]))
+    # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order, each
+    # pushed on the list: the head before a free is the block freed before it
+    heads_before = np.append(pool.head(), blk[:-1])
+    pool.free.extend(got.tolist())
     fev = blocks + ev
     r.site(fev, 0, "dmapool_test_alloc")
     r.load(fev, 1, pairs + PAIR_V)

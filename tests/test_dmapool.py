@@ -10,6 +10,7 @@ from emu import Machine
 from emu.studies.cli import main
 from emu.studies.scenarios.dmapool_test import kernel_base
 from isa import Program
+from isa.program import ProgramError
 from isa.ops import COL_IMM, COL_OP, Op
 from kernels import dmapool as dp
 from memmodel.profile import load_profile
@@ -135,3 +136,18 @@ def test_dmapool_test_interface_and_walk_cost(capsys):
     l1_ns = prof["cache"]["l1d"]["hit_cycles"] / prof["core"]["freq_ghz"]
     assert t["list"] - t["orig"] >= 1024 * 512 * l1_ns / 1e3
     assert res["rows"]["size=68,align=32,blocks=8192"]["pages_list"] == 196   # ceil(8192/42)
+
+
+def test_program_from_array_without_a_copy_keeps_the_array_or_refuses_it():
+    # the builder hands its op array over (Program.from_array(copy=False)): the Program's
+    # ops are that array; one it could not keep as it is (another dtype, not C-contiguous,
+    # read-only: runs write site ids into it for their duration) is refused
+    ops = Program().loads(np.array([0x1000, 0x2000])).ops.copy()
+    p = Program.from_array(ops, copy=False)
+    assert np.shares_memory(p.ops, ops) and len(p) == 2
+    frozen = ops.copy()
+    frozen.flags.writeable = False
+    for bad, what in ((ops.astype(np.int32), "int32"), (np.asfortranarray(ops), "non-contiguous"),
+                      (frozen, "read-only")):
+        with pytest.raises(ProgramError, match=what):
+            Program.from_array(bad, copy=False)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from emu import Machine
+from emu.results import UnmappedAccess
 from isa import Program
 from isa.ops import Op
 from tests.test_timeshift import CONFIGS
@@ -131,3 +132,30 @@ def test_rounds_of_drained_runs_with_ways_in_rotation():
     r = fast.run_rounds(progs, 40)
     assert r.cycles == cycles and r.fast_forwarded > 20
     _same(plain, fast)
+
+
+def test_runs_leave_the_program_as_it_was():
+    # the machine's site ids are written into the program's SITE rows for a run and put
+    # back after, also when the run faults; the sites still count their own ops
+    m = Machine("skylake-ddr4")
+    base = _regions(m)[0]
+    with (q := Program()).function("first"):
+        q.load(base)
+    m.run(q)                        # the machine's ids now differ from the program's
+    p = Program()
+    with p.function("a"):
+        p.loads(base + 64 * np.arange(3))
+    with p.function("b"):
+        p.loads(base + 4096 + 64 * np.arange(5))
+    before = p.ops.copy()
+    m.run(p)
+    m.run_rounds([p, p], 3)
+    assert np.array_equal(p.ops, before)
+    sites = m.stats()["sites"]
+    assert (sites["first"]["loads"], sites["a"]["loads"], sites["b"]["loads"]) == (1, 21, 35)
+    with p.function("c"):
+        p.load(max(r["base"] + r["size_bytes"] for r in m.regions.values()))   # no region
+    before = p.ops.copy()
+    with pytest.raises(UnmappedAccess):
+        m.run(p)
+    assert np.array_equal(p.ops, before)

@@ -64,10 +64,11 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
             programs[key] = (dmapool.dmapool_test_alloc(pool, blocks, costs), list(pool.free))
         pool.free = list(programs[key][1])
         order.append(key)
-    # the keys cycle from some round on (the free list alternates): those rounds run as one
-    # repeated sequence, fast-forwarded where the machine repeats too
-    first = next((i for i, k in enumerate(order) if k in order[:i]), len(order))
-    start = order.index(order[first]) if first < len(order) else len(order)
+    # the keys cycle from some round on (the free list alternates): the rounds after the
+    # cycle's first one run as one repeated sequence, fast-forwarded where the machine
+    # repeats too (the state before it is then one the sequence's last program left)
+    first = next((i for i, k in enumerate(order) if k in order[:i]), len(order)) + 1
+    start = order.index(order[first - 1]) + 1 if first <= len(order) else len(order)
     period = first - start
     repeats = (len(order) - start) // period if fast_forward and period else 0
     cycles = 0   # summed whole, so that either way gives the same float
