@@ -66,6 +66,7 @@ def _plain(S, pt, frames, ops, data, i, n, loads_only):
     # stores into an eADR region queue their lines for the persistence domain: general path
     if functional and hi > lo and mm.persistence(S, lo) == mm.P_EADR:
         page_ok = -1
+    fr_ok = -1
     hit = cm.hit_cycles(S, 0)
     upc, commit = S[TP.UPC], S[TP.STORE_COMMIT]
     tags, flg, rdy = S[MH.TAGS], S[MH.FLAGS], S[MH.READY]
@@ -155,8 +156,10 @@ def _plain(S, pt, frames, ops, data, i, n, loads_only):
                                               now, sh, sc, sl, end)
             w_sb += pl.waited(before, now, site_start)
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
-            if functional:
-                hd.store_data(S, pt, frames, ops, data, i, addr, size)
+            if functional:   # the store is in page page_ok: its frame, looked up once
+                if fr_ok < 0:
+                    fr_ok = mm.frame_of(S, pt, page_ok << 12)
+                hd.store_data_in(frames, fr_ok, ops, data, i, addr, size)
         if b < 0 and functional and S[MS.PQ_COUNT]:   # a miss wrote a dirty victim back
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1

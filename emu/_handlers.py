@@ -92,6 +92,16 @@ def store_data(S, pt, frames, ops, data, i, addr, size):
 
 
 @inlined
+def store_data_in(frames, fd, ops, data, i, addr, size):
+    """store_data of a store within one page, whose frame fd the caller knows."""
+    od = addr & (mm.PAGE_BYTES - 1)
+    if ops[i, COL_DATA] >= 0:
+        mm.bytes_in(frames, fd, od, data, ops[i, COL_DATA], size)
+    else:
+        mm.imm_in(frames, fd, od, ops[i, COL_IMM], 0, size)
+
+
+@inlined
 def write_memory(S, pt, frames, ops, data, i, addr, size):
     """With functional memory, op i's bytes land at [addr, addr+size), and under eADR they
     are on their way to the persistence domain (a cached store is durable there)."""

@@ -324,30 +324,41 @@ def write_bytes(S, pt, frames, dst, data, off, n):
     done = 0
     while done < n:
         d = dst + done
-        fd = frame_of(S, pt, d)
         od = d & (PAGE_BYTES - 1)
         k = min(n - done, PAGE_BYTES - od)
-        for i in range(k):
-            frames[fd, od + i] = data[off + done + i]
+        bytes_in(frames, frame_of(S, pt, d), od, data, off + done, k)
         done += k
+
+
+@inlined
+def bytes_in(frames, fd, od, data, off, k):
+    """data[off:off+k] at byte od of frame fd (within the page)."""
+    for i in range(k):
+        frames[ix(fd), ix(od + i)] = data[ix(off + i)]
 
 
 @inlined
 def write_imm(S, pt, frames, dst, imm, n):
     """Store the n (<= 64) little-endian bytes of imm (zero beyond 8 bytes) at dst."""
-    if n == 8 and dst & 7 == 0:  # an aligned word: one 8-byte store (the host is little-endian)
-        frames[frame_of(S, pt, dst)].view(np.int64)[(dst & (PAGE_BYTES - 1)) >> 3] = imm
-        return
     done = 0
     while done < n:  # one page-table walk per page touched, not per byte
         d = dst + done
-        fd = frame_of(S, pt, d)
         od = d & (PAGE_BYTES - 1)
         k = min(n - done, PAGE_BYTES - od)
-        for j in range(k):
-            i = done + j
-            frames[fd, od + j] = (imm >> (8 * i)) & 0xFF if i < 8 else 0
+        imm_in(frames, frame_of(S, pt, d), od, imm, done, k)
         done += k
+
+
+@inlined
+def imm_in(frames, fd, od, imm, first, k):
+    """Bytes first.. first+k-1 of write_imm's bytes of imm at byte od of frame fd (within
+    the page)."""
+    if first == 0 and k == 8 and od & 7 == 0:   # an aligned word: one 8-byte store (the
+        frames[fd].view(np.int64)[od >> 3] = imm   # host is little-endian)
+        return
+    for j in range(k):
+        i = first + j
+        frames[fd, od + j] = (imm >> (8 * i)) & 0xFF if i < 8 else 0
 
 
 @inlined
