@@ -41,10 +41,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
     while i < n:
         op = ops[i, COL_OP]
         if (op == Op.LOAD or op == Op.STORE) and skip == 0:
-            if op == Op.LOAD and i + 1 < n and ops[i + 1, COL_OP] == Op.LOAD:
-                j = fast.plain_loads(S, pt, frames, ops, data, i, n)
-            else:
-                j = fast.plain_run(S, pt, frames, ops, data, i, n)
+            j = fast.plain_run(S, pt, frames, ops, data, i, n)
             if j == n:
                 break
             if j == i:

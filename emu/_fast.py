@@ -46,21 +46,6 @@ def plain_run(S, pt, frames, ops, data, i, n):
     the effects the general path gives it (same helpers, same order): only the loads and
     stores of S between ops are gone, whose store-to-load chains bound the general path.
     An L1 miss hands the L1 use stamp to memmodel._hierarchy.demand_miss in S."""
-    return _plain(S, pt, frames, ops, data, i, n, False)
-
-
-@compiled
-def plain_loads(S, pt, frames, ops, data, i, n):
-    """plain_run of a run of loads: it stops at the first store. The store buffer's
-    scalars are then not in the loop at all, which leaves the registers to the rest (a
-    scan or a pointer chase, loads only, spilled a third of its hit path's instructions
-    to the stack in plain_run)."""
-    return _plain(S, pt, frames, ops, data, i, n, True)
-
-
-@inlined
-def _plain(S, pt, frames, ops, data, i, n, loads_only):
-    """plain_run's loop; loads_only (a constant where it is inlined) leaves the stores out."""
     functional = S[MT.FUNCTIONAL]
     lo, hi, page_ok = S[SC.REG_LO], S[SC.REG_HI], S[SC.PAGE_OK]
     # stores into an eADR region queue their lines for the persistence domain: general path
@@ -96,7 +81,7 @@ def _plain(S, pt, frames, ops, data, i, n, loads_only):
             if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
                                            and ops[ix(i + 1), COL_FLAGS] & FLAG_INDEXED):
                 break
-        elif loads_only or op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
+        elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
             break
         if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
             break
@@ -141,7 +126,7 @@ def _plain(S, pt, frames, ops, data, i, n, loads_only):
             ml1, ms1, mb1 = ml0, ms0, mb0
             ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
                 S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
-        if loads_only or op == Op.LOAD:
+        if op == Op.LOAD:
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
             dep = ready
             before = now
@@ -168,8 +153,7 @@ def _plain(S, pt, frames, ops, data, i, n, loads_only):
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq
     S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX], S[SC.DEP_READY] = rh, rc, dmax, dep
     S[SC.LSEQ] = lseq
-    if not loads_only:
-        S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
+    S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
     S[cm.LV_AT + cm.LV.STAMP] = stamp
     S[SC.OPS] += i - start
     cm.count(S, 0, cm.CC.LOAD_HITS, lhits)
