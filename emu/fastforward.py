@@ -264,13 +264,21 @@ def match(lay, a, b, mem_a, mem_b):
 
 def _power(P, cs, k):
     """(P', [c', ...]) of k applications of x -> x[P] + c, for each c of cs (one word map
-    shared by several sections: its powers once)."""
-    rp, rcs = np.arange(len(P)), [np.zeros_like(c) for c in cs]
+    shared by several sections: its powers once). A word P leaves in place only adds k x c;
+    the squaring runs on the words P moves (a set P maps onto itself), few of a cache's."""
+    rp, rcs = np.arange(len(P)), [k * c for c in cs]
+    moved = np.flatnonzero(P != rp)
+    Q = np.searchsorted(moved, P[moved])   # P on the moved words, in their own numbering
+    qp, qcs = np.arange(len(moved)), [np.zeros(len(moved), dtype=c.dtype) for c in cs]
+    cs = [c[moved] for c in cs]
     while k:
         if k & 1:
-            rp, rcs = rp[P], [rc[P] + c for rc, c in zip(rcs, cs)]
-        P, cs = P[P], [c[P] + c for c in cs]
+            qp, qcs = qp[Q], [qc[Q] + c for qc, c in zip(qcs, cs)]
+        Q, cs = Q[Q], [c[Q] + c for c in cs]
         k >>= 1
+    rp[moved] = moved[qp]
+    for rc, qc in zip(rcs, qcs):
+        rc[moved] = qc
     return rp, rcs
 
 
