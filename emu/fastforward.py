@@ -333,8 +333,30 @@ def _signature(lay, S, before):
     return v.tobytes()
 
 
-def _snapshot(m):
-    return m.S.copy(), (m.pt.copy(), m.frames.copy())
+class _Snapshots:
+    """Copies of the machine's state, in buffers used again once nothing holds them: a copy
+    of the 20 MB state into fresh memory costs several times one into memory used before
+    (the first touch of each page)."""
+
+    def __init__(self, m):
+        self.m, self.buffers = m, []
+
+    def take(self, *held):
+        """A copy of the state now, in a buffer none of `held` (snapshots, lists of them,
+        or None) is."""
+        m = self.m
+        busy = {id(s) for h in held for s in (h if isinstance(h, list) else [h])}
+        shape = (m.S.shape, m.pt.shape, m.frames.shape)
+        self.buffers = [s for s in self.buffers if id(s) in busy or (
+            s[0].shape, s[1][0].shape, s[1][1].shape) == shape]   # memory grew: stale ones
+        for s in self.buffers:
+            if id(s) not in busy:
+                for dst, src in zip((s[0],) + s[1], (m.S, m.pt, m.frames)):
+                    np.copyto(dst, src)
+                return s
+        s = m.S.copy(), (m.pt.copy(), m.frames.copy())
+        self.buffers.append(s)
+        return s
 
 
 def run_repeated(m, runs, n, drain_each, units):
@@ -348,9 +370,9 @@ def run_repeated(m, runs, n, drain_each, units):
     repetitions, so that a period of up to KEPT is matched when it is proposed, not a
     period later, and the first repetition is matched against the state before it (no
     signature then)."""
-    lay, sigs, kept, candidate = _Layout(m), [], [], None
+    lay, sigs, kept, candidate, snaps = _Layout(m), [], [], None, _Snapshots(m)
     keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
-    initial = _snapshot(m) if keep else None
+    initial = snaps.take() if keep else None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()}
@@ -358,17 +380,17 @@ def run_repeated(m, runs, n, drain_each, units):
             run(drain_each)
         done += 1
         sig = _signature(lay, m.S, before)
-        now = _snapshot(m) if keep else None
+        now = snaps.take(kept, candidate and candidate[2], initial) if keep else None
         if candidate is None and keep:
             if done == 1:
-                candidate = (0, 1, initial)
+                candidate, initial = (0, 1, initial), None
             for p in range(1, len(kept) + 1):
                 if candidate is None and sigs[-p] == sig:
                     candidate = (done - p, p, kept[-p])
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
             candidate = None
-            now = now if now is not None else _snapshot(m)
+            now = now if now is not None else snaps.take(kept, old)
             plan = match(lay, old[0], now[0], old[1], now[1])
             k = (n - done) // p if plan is not None else 0
             if k:
@@ -380,7 +402,7 @@ def run_repeated(m, runs, n, drain_each, units):
         if candidate is None:
             for p in range(1, len(sigs) + 1):
                 if sigs[-p] == sig and n - done >= 2 * p:
-                    candidate = (done, p, now if now is not None else _snapshot(m))
+                    candidate = (done, p, now if now is not None else snaps.take(kept))
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
         kept = (kept + [now])[-KEPT:] if keep else kept
