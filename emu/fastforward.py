@@ -98,7 +98,7 @@ class _Layout:
         head_words = np.array([h for h, _, _ in rings], dtype=np.int64)
         exact = ~(counter | clock_word | ring_words)
         exact[head_words] = False
-        self.exact = np.flatnonzero(exact)
+        self.exact = exact
         # the signature: the small sections, clocks taken relative to their own value, a
         # cheap first test of a repetition (match() then checks every word)
         small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
@@ -127,6 +127,7 @@ class _Layout:
         for off, size in self._regions():
             in_block[off:off + size] = True
         self.in_block = in_block
+        self.scratch = np.empty_like(S)   # match's copy of a state, reused: no fresh memory
         # each clock's own value (its "now"), for the stale test
         self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
                     "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
@@ -189,9 +190,11 @@ def _ways(lay, a, b):
     Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
     maps = {o: P for o in lay.blocks.values()}
     maps[off] = Q
-    a = a.copy()
+    a0, a = a, lay.scratch
+    np.copyto(a, a0)
     for o, M in maps.items():
-        a[o:o + len(M)] = a[o + M]
+        moved = np.flatnonzero(M != np.arange(len(M)))   # the words the map moves
+        a[o + moved] = a0[o + M[moved]]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         a[memo] = np.flatnonzero(P == a[memo])[0]
@@ -205,7 +208,7 @@ def match(lay, a, b, mem_a, mem_b):
     if ways is None:
         return None
     a, maps = ways
-    if not np.array_equal(a[lay.exact], b[lay.exact]):
+    if lay.exact[np.flatnonzero(a != b)].any():   # few words differ: no gather of the rest
         return None
     if mem_a[0].shape != mem_b[0].shape or not np.array_equal(mem_a[0], mem_b[0]):
         return None
