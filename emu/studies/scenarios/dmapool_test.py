@@ -56,28 +56,36 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
     blocks = dmapool.nr_blocks(parms[0])
     costs = dmapool.Costs.of(m.profile.values)
     m.run(dmapool.dma_pool_create(Program(), pool))
-    programs = {}   # rounds repeat: the allocator's state before a round decides its ops
-    order = []      # the key of each round's program (the machine plays no part in them)
+    # the allocator's state before a round decides its ops (the machine plays no part in
+    # them), so the rounds cycle from the first state that comes again (the free list
+    # alternates): order holds each round's program, up to that state's second round
+    programs, order = {}, []
     for _ in range(rounds):
         key = (pool.pages, tuple(pool.free))
-        if key not in programs:
-            programs[key] = (dmapool.dmapool_test_alloc(pool, blocks, costs), list(pool.free))
-        pool.free = list(programs[key][1])
+        if key in programs:
+            break
+        programs[key] = dmapool.dmapool_test_alloc(pool, blocks, costs)
         order.append(key)
-    # the keys cycle from some round on (the free list alternates): the rounds after the
-    # cycle's first one run as one repeated sequence, fast-forwarded where the machine
-    # repeats too (the state before it is then one the sequence's last program left)
-    first = next((i for i, k in enumerate(order) if k in order[:i]), len(order)) + 1
-    start = order.index(order[first - 1]) + 1 if first <= len(order) else len(order)
+    # the rounds after the cycle's first one run as one repeated sequence, fast-forwarded
+    # where the machine repeats too (the state before it is then one the sequence's last
+    # program left)
+    if len(order) < rounds:
+        first = len(order) + 1
+        start = order.index(key) + 1
+        order.append(key)
+        order += [order[start - 1 + (i - start + 1) % (first - start)]
+                  for i in range(first, rounds)]
+    else:
+        first = start = len(order)   # no cycle within the rounds: each runs alone
     period = first - start
     repeats = (len(order) - start) // period if fast_forward and period else 0
     cycles = 0   # summed whole, so that either way gives the same float
     for k in order[:start]:
-        cycles += m.run(programs[k][0]).cycles
+        cycles += m.run(programs[k]).cycles
     if repeats:
-        cycles += m.run_rounds([programs[k][0] for k in order[start:first]], repeats).cycles
+        cycles += m.run_rounds([programs[k] for k in order[start:first]], repeats).cycles
     for k in order[start + repeats * period:]:
-        cycles += m.run(programs[k][0]).cycles
+        cycles += m.run(programs[k]).cycles
     return cycles / (m.freq_ghz * 1e3), pool.pages
 
 
