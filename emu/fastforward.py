@@ -98,7 +98,7 @@ class _Layout:
         head_words = np.array([h for h, _, _ in rings], dtype=np.int64)
         exact = ~(counter | clock_word | ring_words)
         exact[head_words] = False
-        self.exact = np.flatnonzero(exact)
+        self.exact = exact
         # the signature: the small sections, clocks taken relative to their own value, a
         # cheap first test of a repetition (match() then checks every word)
         small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
@@ -127,6 +127,7 @@ class _Layout:
         for off, size in self._regions():
             in_block[off:off + size] = True
         self.in_block = in_block
+        self.scratch = np.empty_like(S)   # match's copy of a state, reused: no fresh memory
         # each clock's own value (its "now"), for the stale test
         self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
                     "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
@@ -189,9 +190,11 @@ def _ways(lay, a, b):
     Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
     maps = {o: P for o in lay.blocks.values()}
     maps[off] = Q
-    a = a.copy()
+    a0, a = a, lay.scratch
+    np.copyto(a, a0)
     for o, M in maps.items():
-        a[o:o + len(M)] = a[o + M]
+        moved = np.flatnonzero(M != np.arange(len(M)))   # the words the map moves
+        a[o + moved] = a0[o + M[moved]]
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         a[memo] = np.flatnonzero(P == a[memo])[0]
@@ -205,7 +208,7 @@ def match(lay, a, b, mem_a, mem_b):
     if ways is None:
         return None
     a, maps = ways
-    if not np.array_equal(a[lay.exact], b[lay.exact]):
+    if lay.exact[np.flatnonzero(a != b)].any():   # few words differ: no gather of the rest
         return None
     if mem_a[0].shape != mem_b[0].shape or not np.array_equal(mem_a[0], mem_b[0]):
         return None
@@ -264,13 +267,21 @@ def match(lay, a, b, mem_a, mem_b):
 
 def _power(P, cs, k):
     """(P', [c', ...]) of k applications of x -> x[P] + c, for each c of cs (one word map
-    shared by several sections: its powers once)."""
-    rp, rcs = np.arange(len(P)), [np.zeros_like(c) for c in cs]
+    shared by several sections: its powers once). A word P leaves in place only adds k x c;
+    the squaring runs on the words P moves (a set P maps onto itself), few of a cache's."""
+    rp, rcs = np.arange(len(P)), [k * c for c in cs]
+    moved = np.flatnonzero(P != rp)
+    Q = np.searchsorted(moved, P[moved])   # P on the moved words, in their own numbering
+    qp, qcs = np.arange(len(moved)), [np.zeros(len(moved), dtype=c.dtype) for c in cs]
+    cs = [c[moved] for c in cs]
     while k:
         if k & 1:
-            rp, rcs = rp[P], [rc[P] + c for rc, c in zip(rcs, cs)]
-        P, cs = P[P], [c[P] + c for c in cs]
+            qp, qcs = qp[Q], [qc[Q] + c for qc, c in zip(qcs, cs)]
+        Q, cs = Q[Q], [c[Q] + c for c in cs]
         k >>= 1
+    rp[moved] = moved[qp]
+    for rc, qc in zip(rcs, qcs):
+        rc[moved] = qc
     return rp, rcs
 
 
@@ -325,8 +336,46 @@ def _signature(lay, S, before):
     return v.tobytes()
 
 
-def _snapshot(m):
-    return m.S.copy(), (m.pt.copy(), m.frames.copy())
+_spare = []   # the last repeated run's snapshot buffers, for the next (rounds of many rows)
+
+
+class _Snapshots:
+    """Copies of the machine's state, in buffers used again once nothing holds them (also
+    by the next repeated run, on a machine of the same shape): a copy of the 20 MB state
+    into fresh memory costs several times one into memory used before (the first touch of
+    each page)."""
+
+    def __init__(self, m):
+        self.m = m
+        self.buffers = [s for s in _spare if s[0].shape == m.S.shape]   # S keeps its shape
+        _spare.clear()
+
+    def release(self):
+        """Leave the buffers, which nothing holds any more, to the next repeated run."""
+        _spare[:] = self.buffers
+
+    def take(self, *held):
+        """A copy of the state now, in a buffer none of `held` (snapshots, lists of them,
+        or None) is (the memory's arrays in new ones where they grew)."""
+        m = self.m
+        busy = {id(s) for h in held for s in (h if isinstance(h, list) else [h])}
+        free = [i for i, s in enumerate(self.buffers) if id(s) not in busy]
+        if not free:
+            self.buffers.append((m.S.copy(), (m.pt.copy(), m.frames.copy())))
+            return self.buffers[-1]
+        old = self.buffers[free[0]]
+        np.copyto(old[0], m.S)
+        s = old[0], tuple(_copy_into(dst, src) for dst, src in zip(old[1], (m.pt, m.frames)))
+        self.buffers[free[0]] = s
+        return s
+
+
+def _copy_into(dst, src):
+    """src copied into dst if it has dst's shape, else into a new array."""
+    if dst.shape != src.shape:
+        return src.copy()
+    np.copyto(dst, src)
+    return dst
 
 
 def run_repeated(m, runs, n, drain_each, units):
@@ -340,9 +389,9 @@ def run_repeated(m, runs, n, drain_each, units):
     repetitions, so that a period of up to KEPT is matched when it is proposed, not a
     period later, and the first repetition is matched against the state before it (no
     signature then)."""
-    lay, sigs, kept, candidate = _Layout(m), [], [], None
+    lay, sigs, kept, candidate, snaps = _Layout(m), [], [], None, _Snapshots(m)
     keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
-    initial = _snapshot(m) if keep else None
+    initial = snaps.take() if keep else None
     done = skipped = 0
     while done < n:
         before = {i: int(m.S[i]) for i in lay.now.values()}
@@ -350,17 +399,17 @@ def run_repeated(m, runs, n, drain_each, units):
             run(drain_each)
         done += 1
         sig = _signature(lay, m.S, before)
-        now = _snapshot(m) if keep else None
+        now = snaps.take(kept, candidate and candidate[2], initial) if keep else None
         if candidate is None and keep:
             if done == 1:
-                candidate = (0, 1, initial)
+                candidate, initial = (0, 1, initial), None
             for p in range(1, len(kept) + 1):
                 if candidate is None and sigs[-p] == sig:
                     candidate = (done - p, p, kept[-p])
         if candidate is not None and done == candidate[0] + candidate[1]:
             _, p, old = candidate
             candidate = None
-            now = now if now is not None else _snapshot(m)
+            now = now if now is not None else snaps.take(kept, old)
             plan = match(lay, old[0], now[0], old[1], now[1])
             k = (n - done) // p if plan is not None else 0
             if k:
@@ -372,8 +421,9 @@ def run_repeated(m, runs, n, drain_each, units):
         if candidate is None:
             for p in range(1, len(sigs) + 1):
                 if sigs[-p] == sig and n - done >= 2 * p:
-                    candidate = (done, p, now if now is not None else _snapshot(m))
+                    candidate = (done, p, now if now is not None else snaps.take(kept))
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
         kept = (kept + [now])[-KEPT:] if keep else kept
+    snaps.release()
     return skipped

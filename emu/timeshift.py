@@ -48,12 +48,11 @@ def fields(m):
     """{clock: (flat indices into m.S, skip_negative)} of every value on a clock. A negative
     value of a field marked skip_negative means "none" and is no point in time."""
     S, lay = m.S, m.layout
-    out = {}
+    out = {}   # the parts of each clock's indices, joined once at the end
 
     def add(clock, idx, skip_negative=False):
-        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
-        key = (clock, skip_negative)
-        out[key] = np.concatenate([out[key], idx]) if key in out else idx
+        out.setdefault((clock, skip_negative), []).append(
+            np.asarray(idx, dtype=np.int64).reshape(-1))
 
     for f, clock in SCALARS.items():
         add(clock, [int(f)])
@@ -87,7 +86,7 @@ def fields(m):
                               (md.XP.WB, "fp", True)):
         for s in range(nmax):
             add(clock, cols("chan", width, x0 + field * nmax + s), neg)
-    return out
+    return {key: np.concatenate(parts) for key, parts in out.items()}
 
 
 def shift(m, deltas):

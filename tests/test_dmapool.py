@@ -151,3 +151,22 @@ def test_program_from_array_without_a_copy_keeps_the_array_or_refuses_it():
                       (frozen, "read-only")):
         with pytest.raises(ProgramError, match=what):
             Program.from_array(bad, copy=False)
+
+
+@pytest.mark.parametrize("variant,parms,rounds", [("orig", (1024, 1024, 0), 1),
+                                                  ("orig", (1024, 1024, 0), 7),
+                                                  ("maple", (4096, 4096, 0), 6)])
+def test_run_row_is_every_round_built_and_run_in_turn(variant, parms, rounds):
+    """run_row (the rounds' programs built once per allocator state, the cycle they fall
+    into repeated, fast-forwarded or not) gives the cycles of the plain loop: each round's
+    program built from the pool as it is and run, one after the other."""
+    from emu.studies.scenarios.dmapool_test import run_row
+    m = Machine("skylake-ddr4")
+    pool = dp.DmaPool(variant, *parms, kernel_base(m))
+    costs = dp.Costs.of(m.profile.values)
+    m.run(dp.dma_pool_create(Program(), pool))
+    cycles = sum(m.run(dp.dmapool_test_alloc(pool, dp.nr_blocks(parms[0]), costs)).cycles
+                 for _ in range(rounds))
+    want = (cycles / (m.freq_ghz * 1e3), pool.pages)
+    for ff in (True, False):
+        assert run_row("skylake-ddr4", {}, variant, parms, rounds, ff) == want

@@ -159,3 +159,24 @@ def test_runs_leave_the_program_as_it_was():
     with pytest.raises(UnmappedAccess):
         m.run(p)
     assert np.array_equal(p.ops, before)
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 64, 101])
+def test_power_is_k_applications(k):
+    """fastforward._power against the map applied k times one by one, on a word map that
+    leaves most words in place (as a cache's ways map does) and moves the others in cycles
+    of several lengths."""
+    from emu.fastforward import _power
+    rng = np.random.default_rng(k)
+    n = 500
+    P = np.arange(n)
+    moved = rng.choice(n, 60, replace=False)
+    P[moved] = moved[rng.permutation(60)]
+    cs = [rng.integers(-5, 5, n), np.zeros(n, dtype=np.int64)]
+    x = rng.integers(0, 1000, n)
+    want = [x.copy(), x.copy()]
+    for _ in range(k):
+        want = [w[P] + c for w, c in zip(want, cs)]
+    rp, rcs = _power(P, cs, k)
+    for w, rc in zip(want, rcs):
+        assert np.array_equal(x[rp] + rc, w)

@@ -10,6 +10,9 @@ work of each call is a declared cost, the same in every variant ([software] dma_
 page allocation in the first round is not modelled. docs/scenarios.md gives no published figure:
 the emulator predicts.
 """
+import ctypes
+from contextlib import contextmanager
+
 from emu import profiler
 from emu.machine import Machine
 from emu.studies.progress import progress, wanted
@@ -56,29 +59,64 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
     blocks = dmapool.nr_blocks(parms[0])
     costs = dmapool.Costs.of(m.profile.values)
     m.run(dmapool.dma_pool_create(Program(), pool))
-    programs = {}   # rounds repeat: the allocator's state before a round decides its ops
-    order = []      # the key of each round's program (the machine plays no part in them)
+    # the allocator's state before a round decides its ops (the machine plays no part in
+    # them), so the rounds cycle from the first state that comes again (the free list
+    # alternates): order holds each round's program, up to that state's second round
+    programs, order = {}, []
     for _ in range(rounds):
         key = (pool.pages, tuple(pool.free))
-        if key not in programs:
-            programs[key] = (dmapool.dmapool_test_alloc(pool, blocks, costs), list(pool.free))
-        pool.free = list(programs[key][1])
+        if key in programs:
+            break
+        programs[key] = dmapool.dmapool_test_alloc(pool, blocks, costs)
         order.append(key)
-    # the keys cycle from some round on (the free list alternates): the rounds after the
-    # cycle's first one run as one repeated sequence, fast-forwarded where the machine
-    # repeats too (the state before it is then one the sequence's last program left)
-    first = next((i for i, k in enumerate(order) if k in order[:i]), len(order)) + 1
-    start = order.index(order[first - 1]) + 1 if first <= len(order) else len(order)
+    # the rounds after the cycle's first one run as one repeated sequence, fast-forwarded
+    # where the machine repeats too (the state before it is then one the sequence's last
+    # program left)
+    if len(order) < rounds:
+        first = len(order) + 1
+        start = order.index(key) + 1
+        order.append(key)
+        order += [order[start - 1 + (i - start + 1) % (first - start)]
+                  for i in range(first, rounds)]
+    else:
+        first = start = len(order)   # no cycle within the rounds: each runs alone
     period = first - start
     repeats = (len(order) - start) // period if fast_forward and period else 0
     cycles = 0   # summed whole, so that either way gives the same float
     for k in order[:start]:
-        cycles += m.run(programs[k][0]).cycles
+        cycles += m.run(programs[k]).cycles
     if repeats:
-        cycles += m.run_rounds([programs[k][0] for k in order[start:first]], repeats).cycles
+        cycles += m.run_rounds([programs[k] for k in order[start:first]], repeats).cycles
     for k in order[start + repeats * period:]:
-        cycles += m.run(programs[k][0]).cycles
+        cycles += m.run(programs[k]).cycles
     return cycles / (m.freq_ghz * 1e3), pool.pages
+
+
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4   # glibc's mallopt parameters, and their defaults:
+TRIM_DEFAULT, MMAP_MAX_DEFAULT = 128 * 1024, 65536
+
+
+@contextmanager
+def _memory_kept():
+    """Memory freed while the rows run stays in the process for the next row's programs
+    and fast-forward snapshots, instead of going back to the system (glibc maps each large
+    array and unmaps it when freed): in a VM a page first touched can cost about 10x one
+    reused, and the rows build and copy gigabytes. After, the defaults again and the
+    memory given back. Without glibc: nothing."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt, trim = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):
+        yield
+        return
+    mallopt(M_MMAP_MAX, 0)
+    mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1)
+    try:
+        yield
+    finally:
+        mallopt(M_MMAP_MAX, MMAP_MAX_DEFAULT)
+        mallopt(M_TRIM_THRESHOLD, TRIM_DEFAULT)
+        trim(0)
 
 
 def run(args):
@@ -86,13 +124,14 @@ def run(args):
     overrides = dict(args.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
     rows = {}
-    for parms in progress(dmapool.PARMS, NAME, wanted(args)):
-        size, align, _ = parms
-        key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
-        for v in VARIANTS:
-            variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds,
-                                                         args.fast_forward)
-            rows.setdefault(key, {})[f"pages_{v}"] = pages
+    with _memory_kept():
+        for parms in progress(dmapool.PARMS, NAME, wanted(args)):
+            size, align, _ = parms
+            key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
+            for v in VARIANTS:
+                variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms,
+                                                             args.rounds, args.fast_forward)
+                rows.setdefault(key, {})[f"pages_{v}"] = pages
     return {"scenario": NAME, "profile": profile, "rounds": args.rounds, "rows": rows,
             "variants": variants}
 
