@@ -336,46 +336,30 @@ def _signature(lay, S, before):
     return v.tobytes()
 
 
-_spare = []   # the last repeated run's snapshot buffers, for the next (rounds of many rows)
-
-
 class _Snapshots:
-    """Copies of the machine's state, in buffers used again once nothing holds them (also
-    by the next repeated run, on a machine of the same shape): a copy of the 20 MB state
-    into fresh memory costs several times one into memory used before (the first touch of
-    each page)."""
+    """Copies of the machine's state, in buffers used again once nothing holds them: a copy
+    of the 20 MB state into fresh memory costs several times one into memory used before
+    (the first touch of each page)."""
 
     def __init__(self, m):
-        self.m = m
-        self.buffers = [s for s in _spare if s[0].shape == m.S.shape]   # S keeps its shape
-        _spare.clear()
-
-    def release(self):
-        """Leave the buffers, which nothing holds any more, to the next repeated run."""
-        _spare[:] = self.buffers
+        self.m, self.buffers = m, []
 
     def take(self, *held):
         """A copy of the state now, in a buffer none of `held` (snapshots, lists of them,
-        or None) is (the memory's arrays in new ones where they grew)."""
+        or None) is."""
         m = self.m
         busy = {id(s) for h in held for s in (h if isinstance(h, list) else [h])}
-        free = [i for i, s in enumerate(self.buffers) if id(s) not in busy]
-        if not free:
-            self.buffers.append((m.S.copy(), (m.pt.copy(), m.frames.copy())))
-            return self.buffers[-1]
-        old = self.buffers[free[0]]
-        np.copyto(old[0], m.S)
-        s = old[0], tuple(_copy_into(dst, src) for dst, src in zip(old[1], (m.pt, m.frames)))
-        self.buffers[free[0]] = s
+        shape = (m.S.shape, m.pt.shape, m.frames.shape)
+        self.buffers = [s for s in self.buffers if id(s) in busy or (
+            s[0].shape, s[1][0].shape, s[1][1].shape) == shape]   # memory grew: stale ones
+        for s in self.buffers:
+            if id(s) not in busy:
+                for dst, src in zip((s[0],) + s[1], (m.S, m.pt, m.frames)):
+                    np.copyto(dst, src)
+                return s
+        s = m.S.copy(), (m.pt.copy(), m.frames.copy())
+        self.buffers.append(s)
         return s
-
-
-def _copy_into(dst, src):
-    """src copied into dst if it has dst's shape, else into a new array."""
-    if dst.shape != src.shape:
-        return src.copy()
-    np.copyto(dst, src)
-    return dst
 
 
 def run_repeated(m, runs, n, drain_each, units):
@@ -425,5 +409,4 @@ def run_repeated(m, runs, n, drain_each, units):
                     break
         sigs = (sigs + [sig])[-MAX_PERIOD:]
         kept = (kept + [now])[-KEPT:] if keep else kept
-    snaps.release()
     return skipped
