@@ -10,9 +10,6 @@ work of each call is a declared cost, the same in every variant ([software] dma_
 page allocation in the first round is not modelled. docs/scenarios.md gives no published figure:
 the emulator predicts.
 """
-import ctypes
-from contextlib import contextmanager
-
 from emu import profiler
 from emu.machine import Machine
 from emu.studies.progress import progress, wanted
@@ -92,46 +89,18 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
     return cycles / (m.freq_ghz * 1e3), pool.pages
 
 
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4   # glibc's mallopt parameters, and their defaults:
-TRIM_DEFAULT, MMAP_MAX_DEFAULT = 128 * 1024, 65536
-
-
-@contextmanager
-def _memory_kept():
-    """Memory freed while the rows run stays in the process for the next row's programs
-    and fast-forward snapshots, instead of going back to the system (glibc maps each large
-    array and unmaps it when freed): in a VM a page first touched can cost about 10x one
-    reused, and the rows build and copy gigabytes. After, the defaults again and the
-    memory given back. Without glibc: nothing."""
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt, trim = libc.mallopt, libc.malloc_trim
-    except (OSError, AttributeError):
-        yield
-        return
-    mallopt(M_MMAP_MAX, 0)
-    mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1)
-    try:
-        yield
-    finally:
-        mallopt(M_MMAP_MAX, MMAP_MAX_DEFAULT)
-        mallopt(M_TRIM_THRESHOLD, TRIM_DEFAULT)
-        trim(0)
-
-
 def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
     rows = {}
-    with _memory_kept():
-        for parms in progress(dmapool.PARMS, NAME, wanted(args)):
-            size, align, _ = parms
-            key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
-            for v in VARIANTS:
-                variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms,
-                                                             args.rounds, args.fast_forward)
-                rows.setdefault(key, {})[f"pages_{v}"] = pages
+    for parms in progress(dmapool.PARMS, NAME, wanted(args)):
+        size, align, _ = parms
+        key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
+        for v in VARIANTS:
+            variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds,
+                                                         args.fast_forward)
+            rows.setdefault(key, {})[f"pages_{v}"] = pages
     return {"scenario": NAME, "profile": profile, "rounds": args.rounds, "rows": rows,
             "variants": variants}
 
