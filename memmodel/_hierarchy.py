@@ -157,14 +157,25 @@ def walk(S, line, t0, first, kind):
 
 
 @inlined
-def free_lfb(S):
-    """Index of the line fill buffer that frees first."""
-    lfb = S[MH.LFB]
-    best, first = 0, S[ix(lfb)]
-    for i in range(1, S[MT.LFB]):   # the minimum in a register: no reload through `best`
-        if S[ix(lfb + i)] < first:
-            best, first = i, S[ix(lfb + i)]
-    return best
+def lfb_free_at(S):
+    """The cycle the line fill buffer that frees first is free: the buffers are kept in
+    order of their times (take_lfb), so it is the first."""
+    return S[ix(S[MH.LFB])]
+
+
+@inlined
+def take_lfb(S, done):
+    """The buffer that frees first holds a fill until `done`: its time leaves the ordered
+    buffers and `done` goes in at its place. Which buffer holds which fill plays no part
+    in the model (only the first time is read), so kept in order the buffers are one
+    state for one set of times, whatever order the fills came in: a repeated body's
+    buffers then repeat word for word (emu.fastforward), not turned round."""
+    lfb, n = S[MH.LFB], S[MT.LFB]
+    j = 1
+    while j < n and S[ix(lfb + j)] < done:
+        S[ix(lfb + j - 1)] = S[ix(lfb + j)]
+        j += 1
+    S[ix(lfb + j - 1)] = done
 
 
 @compiled
@@ -176,10 +187,9 @@ def _prefetch(S, lvl, pf, line, t0):
         if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
             continue
         if lvl == 0:
-            i = free_lfb(S)
-            if S[ix(S[MH.LFB] + i)] > t0:
+            if lfb_free_at(S) > t0:
                 return
-            S[ix(S[MH.LFB] + i)] = walk(S, nxt, t0, 0, K_PREFETCH)[0]
+            take_lfb(S, walk(S, nxt, t0, 0, K_PREFETCH)[0])
         else:
             walk(S, nxt, t0, lvl, K_PREFETCH)
 
@@ -239,10 +249,9 @@ def demand_miss(S, line, t0, kind):
     """demand() of a line that is not in L1."""
     cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
     S[MS.L1D_MISSES] += 1
-    i = free_lfb(S)
     wait = 0
-    if S[ix(S[MH.LFB] + i)] > t0:
-        t0 = wait = S[ix(S[MH.LFB] + i)]
+    if lfb_free_at(S) > t0:
+        t0 = wait = lfb_free_at(S)
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
         done, shared = walk(S, line, t0, 1, kind)
@@ -256,7 +265,7 @@ def demand_miss(S, line, t0, kind):
         done = mside.mem_read(S, line, t0)
         spec = spec_flag(S, True)
         shared = 0
-    S[ix(S[MH.LFB] + i)] = done
+    take_lfb(S, done)
     _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before)
     i0 = cm.set_start(S, 0, line)
     cm.remember_l1(S, line, i0, install(S, 0, i0, line, done,
