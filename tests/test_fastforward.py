@@ -188,7 +188,7 @@ def test_fill_buffers_are_kept_in_order_of_their_times(profile, overrides):
     # lets a body whose misses turn the buffers round repeat word for word); random misses
     # with the prefetchers' fills leave them in order, and busy with different times
     m = Machine(profile, overrides)
-    r = list(m.regions.values())[0]
+    r = next(iter(m.regions.values()))
     rng = np.random.default_rng(1)
     seen = set()
     for _ in range(20):
