@@ -20,15 +20,7 @@ from emu.limits import (
     check_machine_args,
     cycles_per_unit,
 )
-from emu.results import (
-    CrashImage,
-    MachineCheck,
-    MemoryLimitFault,
-    PrivilegeFault,
-    RunResult,
-    SmapFault,
-    UnmappedAccess,
-)
+from emu.results import CrashImage, MemoryLimitFault, RunResult, UnmappedAccess, fault
 from isa.ops import (
     COL_ADDR,
     COL_IMM,
@@ -306,21 +298,8 @@ class Machine:
                         f"{int(ops[i, COL_SIZE])} bytes: {e} (Machine(memory_limit_bytes=...), "
                         "or functional=False to move no bytes)") from None
             _pipeline.finish(self.S)
-            site = self.site_names[int(self.S[st.SC.SITE])]
-            name = Op(int(ops[i, COL_OP])).name
-            addr = int(self._out[2])
-            if status == st.ST_FAULT_UNMAPPED:
-                raise UnmappedAccess("unmapped access", i, site, addr, f"{name} touches no region")
-            if status == st.ST_FAULT_SMAP:
-                raise SmapFault("SMAP fault", i, site, addr,
-                                f"kernel-mode {name} of a user page with EFLAGS.AC clear (no STAC)")
-            if status == st.ST_FAULT_PRIVILEGE:
-                raise PrivilegeFault("page fault", i, site, addr,
-                                     f"user-mode {name} of a supervisor page")
-            if status == st.ST_FAULT_MCE:
-                raise MachineCheck("unrecoverable machine check", i, site, addr,
-                                   f"{name} consumed poison outside a machine-check-safe copy")
-            raise RuntimeError(f"core returned unknown status {status} at op {i}")
+            raise fault(status, i, self.site_names[int(self.S[st.SC.SITE])],
+                        int(self._out[2]), Op(int(ops[i, COL_OP])).name)
         if self.S[MS.PQ_COUNT] > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
         end = self.drain() if drain else self.cycles

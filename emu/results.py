@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emu.state import ST_FAULT_MCE, ST_FAULT_PRIVILEGE, ST_FAULT_SMAP, ST_FAULT_UNMAPPED
 from isa.program import EFAULT, Ret
 from memmodel import memory as mm
 
@@ -35,6 +36,22 @@ class MachineCheck(EmuFault):
 
 class MemoryLimitFault(EmuFault):
     """The op would need more functional memory than Machine(memory_limit_bytes) allows."""
+
+
+def fault(status, i, site, addr, name):
+    """The exception for the core's stop `status` (emu.state ST_FAULT_*) at op i, an access
+    of `name` (its opcode's name) to addr in site `site`."""
+    if status == ST_FAULT_UNMAPPED:
+        return UnmappedAccess("unmapped access", i, site, addr, f"{name} touches no region")
+    if status == ST_FAULT_SMAP:
+        return SmapFault("SMAP fault", i, site, addr,
+                         f"kernel-mode {name} of a user page with EFLAGS.AC clear (no STAC)")
+    if status == ST_FAULT_PRIVILEGE:
+        return PrivilegeFault("page fault", i, site, addr, f"user-mode {name} of a supervisor page")
+    if status == ST_FAULT_MCE:
+        return MachineCheck("unrecoverable machine check", i, site, addr,
+                            f"{name} consumed poison outside a machine-check-safe copy")
+    return RuntimeError(f"core returned unknown status {status} at op {i}")
 
 
 @dataclass

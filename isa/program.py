@@ -72,9 +72,8 @@ def _as_imm(name, value):
 
 
 def site_ids(ops, names, ids, id_names):
-    """(rows, new ids): the SITE rows of ops and, for their site ids (indices into
-    `names`), the ids of the table `ids` (name -> id), unknown names added to it and to the
-    list `id_names` in the order their rows come."""
+    """(rows, new ids): ops' SITE rows and, for their ids (indices into `names`), the ids of
+    the table `ids` (name -> id), new names added to it and to `id_names` in row order."""
     rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0] if names else np.zeros(0, dtype=np.int64)
     imm = ops[rows, COL_IMM]
     used, first = np.unique(imm, return_index=True)
