@@ -119,32 +119,53 @@ def _cache_dirs(root):
     return out
 
 
+def _stat_key(root):
+    """The size, mtime and inode of every source file, as Python's bytecode cache checks a
+    file: parsing them all for the digest costs about a second per process."""
+    h = hashlib.sha256()
+    for d in PACKAGES:
+        for f in sorted((root / d).rglob("*.py")):
+            st = f.stat()
+            h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+    return h.hexdigest()
+
+
 def drop_stale_cache(root=None):
     """numba keys a cached function on its own file only, but the core inlines and calls
     code from every compiled module and freezes the constants of the modules they import:
     after a change to any of them it would load a stale core (one that writes old offsets
     while Python reads new ones). So this checkout's cached objects are dropped whenever
-    the code of those modules changes. Returns whether it dropped them."""
+    the code of those modules changes; the digest of that code is computed only when a
+    source file's stat changed. Returns whether it dropped them."""
     root = Path(root or ROOT)
-    d = digest(root)
     if config.CACHE_DIR:
         marker = Path(config.CACHE_DIR) / f"cacheline-emu-{_path_hash(root)}.sha256"
     else:
         marker = root / "emu" / "__pycache__" / MARKER
     try:
-        if marker.exists() and marker.read_text() == d:
+        stats = _stat_key(root)
+        saved = marker.read_text().split() if marker.exists() else []
+        if saved[1:] == [stats]:
+            return False
+        d = digest(root)
+        if saved[:1] == [d]:
+            _write(marker, f"{d} {stats}")
             return False
         for c in _cache_dirs(root):
             if c.is_dir():
                 for f in c.rglob("*.nb[ci]"):
                     f.unlink(missing_ok=True)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_name(f"{marker.name}.{os.getpid()}")
-        tmp.write_text(d)
-        os.replace(tmp, marker)   # never a half-written marker under concurrent imports
+        _write(marker, f"{d} {stats}")
     except OSError:   # a read-only install: nothing is edited there either
         return False
     return True
+
+
+def _write(marker, text):
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(f"{marker.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, marker)   # never a half-written marker under concurrent imports
 
 
 if not config.DISABLE_JIT:

@@ -108,6 +108,14 @@ def test_drop_stale_cache_removes_only_on_change(tree):
     obj.write_bytes(b"new")
     assert not jit.drop_stale_cache(tree)
     assert obj.exists()
+    # a file touched but not changed: its stat differs, the digest does not
+    os.utime(tree / "emu" / "state.py", ns=(1, 1))
+    assert not jit.drop_stale_cache(tree)
+    assert obj.exists()
+    # a change of the same size (a reordered field list) is one
+    edit(tree / "emu" / "state.py", '_SC = ("NOW UOP_FRAC', '_SC = ("UOP_FRAC NOW')
+    assert jit.drop_stale_cache(tree)
+    assert not obj.exists()
 
 
 @njit
