@@ -452,10 +452,10 @@ class Program:
         return self
 
     @classmethod
-    def from_array(cls, ops, data=b"", site_names=(), copy=True):
-        """Build from a raw op array (e.g. loaded from .npy); validates every row.
-        copy=False: the Program keeps `ops` itself (a C-contiguous writable int64 array,
-        which the caller then leaves alone) instead of a copy: a builder's large arrays."""
+    def from_array(cls, ops, data=b"", site_names=(), copy=True, check=True):
+        """Build from a raw op array (e.g. from .npy), validating every row unless check=False
+        (a builder's, which Machine.run validates); copy=False: the Program keeps `ops` (C-
+        contiguous, writable int64, the caller's no more) instead of a copy: a builder's."""
         ops = np.asarray(ops)
         if ops.ndim != 2 or ops.shape[1] != N_COLS:
             raise ProgramError(f"op array must have shape (n, {N_COLS}), got {ops.shape}")
@@ -468,13 +468,13 @@ class Program:
             raise ProgramError(f"from_array(copy=False) takes a C-contiguous writable int64 "
                                f"array, not {layout} {ops.dtype} one")
         else:
-            p = cls(capacity=0)
-            p._ops = ops
+            p, p._ops = cls(capacity=0), ops
         p._n = len(ops)
         p._blob = bytearray(data)
         p.site_names = list(site_names)
         p._site_ids = {n: i for i, n in enumerate(p.site_names)}
-        p.validate()
+        if check:
+            p.validate()
         return p
 
     def validate(self):

@@ -35,11 +35,12 @@ Model departures and assumptions:
   division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
   block's address.
 """
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, N_COLS, Op
+from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from isa.ops import FLAG_DEPENDENT as DEP
 from isa.program import Program
 
@@ -117,16 +118,15 @@ class _Rows:
     end: row (event k, step j) runs after (k, j - 1) and before anything of event k + 1."""
 
     COLS = (COL_OP, COL_ADDR, COL_SIZE, COL_IMM, COL_FLAGS)
+    CHUNK = 1 << 15   # rows assembled at a time in a block that stays in the host's cache
 
     def __init__(self):
-        self.keys, self.cols = [], {c: [] for c in self.COLS}
+        self.keys, self.parts = [], []
 
     def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
         event = np.asarray(event, dtype=np.int64)
-        shape = (event.size,)
-        self.keys.append(np.broadcast_to(event * _STEP + step, shape))
-        for col, v in zip(self.COLS, (op, addr, size, imm, flags)):
-            self.cols[col].append(np.broadcast_to(np.asarray(v, dtype=np.int64), shape))
+        self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
+        self.parts.append([np.asarray(v, dtype=np.int64) for v in (op, addr, size, imm, flags)])
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
@@ -137,13 +137,49 @@ class _Rows:
     def store(self, event, step, addr, value):
         self.add(event, step, Op.STORE, addr, imm=value)
 
-    def program(self):
-        order = np.argsort(np.concatenate(self.keys), kind="stable")
-        ops = np.zeros((len(order), N_COLS), dtype=np.int64)
-        ops[:, COL_DATA] = -1
-        for col, parts in self.cols.items():   # a column at a time: no (rows, N_COLS) copies
-            ops[:, col] = np.concatenate(parts)[order]
-        return Program.from_array(ops, site_names=SITES, copy=False)
+    def program(self, memory=None):
+        """The round's Program, its op array taken from `memory` (an OpMemory) if given.
+        Each part's rows go straight to their places (a gather of every column of the
+        whole round through temporaries cost twice as much); Machine.run validates them."""
+        keys = np.concatenate(self.keys)
+        place = np.empty(len(keys), dtype=np.int64)
+        place[np.argsort(keys, kind="stable")] = np.arange(len(keys))
+        ops = memory.take(len(keys)) if memory else np.empty((len(keys), N_COLS), np.int64)
+        block = np.empty((self.CHUNK, N_COLS), dtype=np.int64)
+        block[:, COL_SRC], block[:, COL_DATA] = 0, -1
+        at = 0
+        for key, part in zip(self.keys, self.parts):
+            for lo in range(0, len(key), self.CHUNK):
+                n = min(self.CHUNK, len(key) - lo)
+                for col, v in zip(self.COLS, part):
+                    block[:n, col] = v[lo:lo + n] if v.ndim else v
+                ops[place[at + lo:at + lo + n]] = block[:n]
+            at += len(key)
+        return Program.from_array(ops, site_names=SITES, copy=False, check=False)
+
+
+class OpMemory:
+    """One buffer the op arrays of a test row are carved from, reused by the next row: the
+    study's 54 rounds take 2.2 GiB of op arrays, and fresh memory costs about a millisecond
+    per MiB to touch here (a mapping of its own for every array over glibc's 32 MiB)."""
+
+    def __init__(self):
+        self.buf, self.used, self.wanted = None, 0, 0
+
+    def reset(self):
+        """The next row's arrays: the buffer is reused only if no array of it is alive."""
+        if self.buf is not None and (sys.getrefcount(self.buf) > 2 or self.wanted > len(self.buf)):
+            self.buf = None
+        if self.buf is None and self.wanted:
+            self.buf = np.empty((self.wanted, N_COLS), dtype=np.int64)
+        self.used, self.wanted = 0, 0
+
+    def take(self, rows):
+        self.wanted += rows
+        if self.buf is None or self.used + rows > len(self.buf):
+            return np.empty((rows, N_COLS), dtype=np.int64)
+        self.used += rows
+        return self.buf[self.used - rows:self.used]
 
 
 @dataclass
@@ -343,10 +379,10 @@ def _pool_find_block(r, events, step, pool, b, costs):
     return s + 3
 
 
-def dmapool_test_alloc(pool, blocks, costs):
+def dmapool_test_alloc(pool, blocks, costs, memory=None):
     """One round of dmapool_test_alloc(p, blocks): `blocks` dma_pool_alloc calls, then a
     dma_pool_free of each block in the same order. Updates the pool's state; returns the
-    round's Program."""
+    round's Program, its op array from `memory` (an OpMemory) if given."""
     r = _Rows()
     pairs = pool.base + AT_PAIRS + PAIR_BYTES * np.arange(blocks, dtype=np.int64)
     # the allocator's choices: the free list popped from its end, then each new page's
@@ -419,7 +455,7 @@ def dmapool_test_alloc(pool, blocks, costs):
     r.load(fev, t + 3, pool.pool + POOL_NR_ACTIVE)
     r.store(fev, t + 4, pool.pool + POOL_NR_ACTIVE, blocks - 1 - ev)
     r.store(fev, t + 5, pool.pool + POOL_LOCK, 0)
-    return r.program()
+    return r.program(memory)
 
 
 def dma_pool_create(program, pool):

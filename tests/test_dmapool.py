@@ -170,3 +170,26 @@ def test_run_row_is_every_round_built_and_run_in_turn(variant, parms, rounds):
     want = (cycles / (m.freq_ghz * 1e3), pool.pages)
     for ff in (True, False):
         assert run_row("skylake-ddr4", {}, variant, parms, rounds, ff) == want
+
+
+def test_op_memory_reuses_its_buffer_only_when_no_program_of_it_is_alive():
+    def rounds(memory, n, base=1 << 32):
+        pool = dp.DmaPool("orig", 64, 64, 0, base)
+        return [dp.dmapool_test_alloc(pool, 64, COSTS, memory) for _ in range(n)]
+    plain = [p.ops.copy() for p in rounds(None, 3)]
+    memory = dp.OpMemory()
+    memory.reset()
+    kept = rounds(memory, 3)           # no buffer yet: arrays of their own
+    assert all(np.array_equal(p.ops, q) for p, q in zip(kept, plain))
+    memory.reset()
+    held = rounds(memory, 3)           # carved from the buffer the first row asked for
+    assert held[0].ops.base is not None
+    memory.reset()                     # `held` is alive: the buffer is not reused
+    rounds(memory, 3, base=1 << 33)
+    assert all(np.array_equal(p.ops, q) for p, q in zip(held, plain))
+    base = held[0].ops.base
+    del held, base
+    memory.reset()
+    again = rounds(memory, 3)          # ... and with nothing alive, it is, to the same ops
+    assert again[0].ops.base is not None
+    assert all(np.array_equal(p.ops, q) for p, q in zip(again, plain))

@@ -48,8 +48,9 @@ def kernel_base(m):
                        f"{dmapool.SPAN_BYTES >> 20} MiB or more for the pools")
 
 
-def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
-    """Emulated microseconds of `rounds` rounds of one row, and the pool's page count."""
+def run_row(profile, overrides, variant, parms, rounds, fast_forward=True, memory=None):
+    """Emulated microseconds of `rounds` rounds of one row, and the pool's page count;
+    `memory`: a dmapool.OpMemory the row's op arrays are taken from."""
     profiler.label(variant)
     m = Machine(profile, overrides or None)
     pool = dmapool.DmaPool(variant, *parms, kernel_base(m))
@@ -64,7 +65,7 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True):
         key = (pool.pages, tuple(pool.free))
         if key in programs:
             break
-        programs[key] = dmapool.dmapool_test_alloc(pool, blocks, costs)
+        programs[key] = dmapool.dmapool_test_alloc(pool, blocks, costs, memory)
         order.append(key)
     # the rounds after the cycle's first one run as one repeated sequence, fast-forwarded
     # where the machine repeats too (the state before it is then one the sequence's last
@@ -93,13 +94,14 @@ def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
-    rows = {}
+    rows, memory = {}, dmapool.OpMemory()
     for parms in progress(dmapool.PARMS, NAME, wanted(args)):
         size, align, _ = parms
         key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
         for v in VARIANTS:
+            memory.reset()
             variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds,
-                                                         args.fast_forward)
+                                                         args.fast_forward, memory)
             rows.setdefault(key, {})[f"pages_{v}"] = pages
     return {"scenario": NAME, "profile": profile, "rounds": args.rounds, "rows": rows,
             "variants": variants}
