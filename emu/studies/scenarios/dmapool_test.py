@@ -59,12 +59,20 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True, memor
     m.run(dmapool.dma_pool_create(Program(), pool))
     # the allocator's state before a round decides its ops (the machine plays no part in
     # them), so the rounds cycle from the first state that comes again (the free list
-    # alternates): order holds each round's program, up to that state's second round
+    # alternates): order holds each round's program, up to that state's second round. A
+    # state with fewer pages than the pool has now never comes again (pages only grow):
+    # its round runs at once and its program is dropped (the first round's, which adds them)
     programs, order = {}, []
+    cycles = 0   # summed whole, so that either way gives the same float
     for _ in range(rounds):
         key = (pool.pages, tuple(pool.free))
         if key in programs:
             break
+        while order and order[0][0] < pool.pages:
+            cycles += m.run(programs.pop(order.pop(0))).cycles
+            rounds -= 1
+        if memory and not order:
+            memory.reset()   # no program of the row is alive: its buffer is free again
         programs[key] = dmapool.dmapool_test_alloc(pool, blocks, costs, memory)
         order.append(key)
     # the rounds after the cycle's first one run as one repeated sequence, fast-forwarded
@@ -80,7 +88,6 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True, memor
         first = start = len(order)   # no cycle within the rounds: each runs alone
     period = first - start
     repeats = (len(order) - start) // period if fast_forward and period else 0
-    cycles = 0   # summed whole, so that either way gives the same float
     for k in order[:start]:
         cycles += m.run(programs[k]).cycles
     if repeats:
@@ -99,7 +106,6 @@ def run(args):
         size, align, _ = parms
         key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
         for v in VARIANTS:
-            memory.reset()
             variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds,
                                                          args.fast_forward, memory)
             rows.setdefault(key, {})[f"pages_{v}"] = pages
