@@ -167,11 +167,13 @@ class OpMemory:
         self.buf, self.used, self.wanted = None, 0, 0
 
     def reset(self):
-        """The next row's arrays: the buffer is reused only if no array of it is alive."""
+        """The arrays after this: the buffer is reused only if no array of it is alive; when
+        it was too small, it grows to twice what was asked of it (a page is only touched,
+        so only counted, when used)."""
         if self.buf is not None and (sys.getrefcount(self.buf) > 2 or self.wanted > len(self.buf)):
             self.buf = None
         if self.buf is None and self.wanted:
-            self.buf = np.empty((self.wanted, N_COLS), dtype=np.int64)
+            self.buf = np.empty((2 * self.wanted, N_COLS), dtype=np.int64)
         self.used, self.wanted = 0, 0
 
     def take(self, rows):
