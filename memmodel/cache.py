@@ -6,7 +6,7 @@ touch (hit), fill (victim choice + evict + install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import as_float, host_prefetch, inlined, ix
+from memmodel.jit import host_prefetch, inlined, ix, reciprocal_bits, remainder
 from memmodel.layout import L1_MEMO_AT, LV, LV_AT, LV_ROWS, MEMO, MH, fields
 from memmodel.policies import POLICY_IDS
 from memmodel.policies import _dispatch as policies
@@ -16,7 +16,7 @@ N_LV = len(LV)
 # Derived columns, last: LV.EMPTY, how many of the level's blocks are invalid, derived from
 # the tags (a victim choice scans the set for an invalid way only while there are any: once
 # a level is full, that scan would find none); LV.INV, the bits of the float64 1/sets (a set
-# index without a 64-bit division, set_index).
+# index without a 64-bit division, jit.remainder).
 
 # flags[block] bits
 F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
@@ -72,7 +72,7 @@ def init_sections(layout, S, levels, seed=0):
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
         lv[i, LV.RNG] = np.uint64(x).view(np.int64)
         lv[i, LV.EMPTY] = sets * lvl["ways"]
-        lv[i, LV.INV] = np.float64(1.0 / sets).view(np.int64)
+        lv[i, LV.INV] = reciprocal_bits(sets)
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
 
@@ -93,27 +93,11 @@ def counter(S, lvl, c):
 
 
 @inlined
-def set_index(line, sets, inv_bits):
-    """line % sets for a line >= 0, by the float reciprocal 1/sets (bits `inv_bits`): a
-    64-bit division costs 14-46 cycles on the hosts we measure on, and Haswell's LLC has
-    36864 sets. Below 2**52 the float quotient is off by at most one, which the compares
-    correct."""
-    if line >= 1 << 52:
-        return line % sets
-    s = line - np.int64(np.float64(line) * as_float(inv_bits)) * sets
-    if s < 0:
-        return s + sets
-    if s >= sets:
-        return s - sets
-    return s
-
-
-@inlined
 def set_start(S, lvl, line):
     """Block index of the first way of `line`'s set at `lvl`."""
     o = LV_AT + lvl * N_LV
     m = S[ix(o + LV.MASK)]
-    s = (line & m) if m >= 0 else set_index(line, S[ix(o + LV.SETS)], S[ix(o + LV.INV)])
+    s = (line & m) if m >= 0 else remainder(line, S[ix(o + LV.SETS)], S[ix(o + LV.INV)])
     return S[ix(o + LV.BASE)] + s * S[ix(o + LV.WAYS)]
 
 

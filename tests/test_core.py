@@ -183,20 +183,21 @@ def test_copy_from_unmapped_source_faults_before_any_effect():
 
 
 # ------------------------------------------------------------------ tiny caches
-def test_set_index_without_division_equals_the_remainder():
-    """cache.set_index (a float reciprocal, corrected) against Python's %, for set counts
-    that are not powers of two (Haswell's LLC: 36864 sets), lines near the multiples of the
-    set count and lines up to and beyond 2**52, where it falls back to %."""
-    from memmodel import cache as cm
+def test_remainder_without_division_equals_the_remainder():
+    """jit.remainder (a float reciprocal, corrected; set indices and channels) against
+    Python's %, for counts that are not powers of two (Haswell's LLC: 36864 sets; 3 and 6
+    channels), values near their multiples and up to and beyond 2**52, where it falls
+    back to %."""
+    from memmodel import jit
     rng = np.random.default_rng(5)
-    for sets in (3, 12, 36864, 45056, (1 << 20) - 1):
+    for sets in (3, 6, 12, 36864, 45056, (1 << 20) - 1):
         inv = int(np.float64(1.0 / sets).view(np.int64))
         lines = [0, 1, sets - 1, sets, sets + 1, (1 << 52) - 1, 1 << 52, (1 << 57) + 3]
         lines += [int(q) * sets + d for q in rng.integers(0, (1 << 52) // sets, 300)
                   for d in (-1, 0, 1) if int(q) * sets + d >= 0]
         lines += [int(x) for x in rng.integers(0, 1 << 58, 2000)]
         for line in lines:
-            assert cm.set_index(line, sets, inv) == line % sets, (sets, line)
+            assert jit.remainder(line, sets, inv) == line % sets, (sets, line)
 
 
 def test_tiny_lru_cache_contents_by_hand():

@@ -47,7 +47,7 @@ PERSISTENCE = ("none", "adr", "eadr")
 
 # mp[media, field] (latencies in cycles, occupancies in FP units)
 MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT POST_LAT RD_OCC_FP WR_OCC_FP BUS_OCC_FP "
-            "CHANNELS INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
+            "CHANNELS CH_INV INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
 N_MPARAMS = len(MP)
 
 # mcnt[media, counter]; stats() names them in lower case
@@ -107,6 +107,7 @@ def add_sections(layout, media):
 
 def init_sections(layout, S, media, freq_ghz, numa):
     """`media`: list of resolved [media.*] dicts (order = media id)."""
+    from memmodel.jit import reciprocal_bits   # a machine is being built: numba is in
     params = layout.view(S, "mp")
     channels, max_q, max_x = _shape(media)
     chan0 = 0
@@ -118,6 +119,7 @@ def init_sections(layout, S, media, freq_ghz, numa):
         p[MP.ACCEPT_LAT] = cycles(m["write_accept_ns"], freq_ghz)
         p[MP.POST_LAT] = cycles(m["wc_post_ns"], freq_ghz)
         p[MP.CHANNELS] = ch
+        p[MP.CH_INV] = reciprocal_bits(ch)   # _channels.channel_row's remainder
         p[MP.INTERLEAVE] = m["interleave_bytes"]
         p[MP.CHAN0] = chan0
         p[MP.WPQ] = m["wpq_entries"]

@@ -1,7 +1,7 @@
 """What every media kind shares: the channel an address interleaves to, the NUMA link, a
 read's hold on its channel and a write's slot in the channel's write-pending queue (the
 fields are declared in memmodel.media)."""
-from memmodel.jit import inlined, ix, trailing_zeros
+from memmodel.jit import inlined, ix, remainder, trailing_zeros
 from memmodel.layout import MH
 from memmodel.media import CH, FP, MC, MP, N_MCOUNTERS, G
 
@@ -20,9 +20,11 @@ def mcount(S, m, counter, n):
 def channel_row(S, p, addr):
     """Offset in S of the chan row serving `addr` (p: offset of the media's params)."""
     il, n = S[ix(p + MP.INTERLEAVE)], S[ix(p + MP.CHANNELS)]
-    # powers of two (the usual case; the profile keeps both positive): no 64-bit division
-    if (il & (il - 1)) | (n & (n - 1)) == 0:
-        c = (addr >> trailing_zeros(il)) & (n - 1)
+    # no 64-bit division where the interleave is a power of two (the profile keeps both
+    # positive): 6 channels a socket are common
+    if il & (il - 1) == 0:
+        x = addr >> trailing_zeros(il)
+        c = x & (n - 1) if n & (n - 1) == 0 else remainder(x, n, S[ix(p + MP.CH_INV)])
     else:
         c = (addr // il) % n
     return S[MH.CHAN] + (S[ix(p + MP.CHAN0)] + c) * S[S[MH.MGLOB] + G.CHAN_STRIDE]
