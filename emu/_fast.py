@@ -10,6 +10,7 @@ from isa.ops import (
     COL_SIZE,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
+    N_COLS,
     Op,
 )
 from memmodel import _hierarchy as hier
@@ -17,10 +18,11 @@ from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD, K_STORE
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import compiled, host_prefetch, inlined, ix
 from memmodel.layout import MH, MS, MT
 
-PF_AHEAD = 16   # ops of lookahead for host prefetch hints
+PF_AHEAD = 16   # ops of lookahead for host prefetch hints of the sets an op will touch
+OPS_AHEAD = 64  # ... and of the op array itself, which streams from host memory
 
 
 PLAIN_RUN_BACKOFF = 8   # a guess; any value gives the same results
@@ -100,6 +102,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
                 ml0, ms0, mb0 = line, i0, b
         if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
             break
+        if i + OPS_AHEAD < n:
+            host_prefetch(ops, (i + OPS_AHEAD) * N_COLS)
         if i + PF_AHEAD < n:
             host_prefetch_op(S, ops, i + PF_AHEAD)
         t0 = now
