@@ -184,10 +184,9 @@ def test_copy_from_unmapped_source_faults_before_any_effect():
 
 # ------------------------------------------------------------------ tiny caches
 def test_remainder_without_division_equals_the_remainder():
-    """jit.remainder (a float reciprocal, corrected; set indices and channels) against
-    Python's %, for counts that are not powers of two (Haswell's LLC: 36864 sets; 3 and 6
-    channels), values near their multiples and up to and beyond 2**52, where it falls
-    back to %."""
+    """jit.remainder (a float reciprocal, corrected) against Python's %, for counts that are
+    not powers of two (Haswell's LLC: 36864 sets; 6 channels), values near their multiples
+    and up to and beyond 2**52, where it falls back to %."""
     from memmodel import jit
     rng = np.random.default_rng(5)
     for sets in (3, 6, 12, 36864, 45056, (1 << 20) - 1):
