@@ -257,3 +257,17 @@ def test_a_hot_region_that_fits_the_buffer_is_written_once_per_write():
         m.run(p.sfence().work(20000))
     c = m.stats()["media"]["optane"]
     assert (c["media_line_writes"], c["media_line_reads"], c["writes"]) == (128, 0, 512)
+
+
+@pytest.mark.parametrize("gap_lines, same", [(4, False), (24, True), (28, False), (48, True)])
+def test_a_read_takes_the_channel_its_address_interleaves_to(gap_lines, same):
+    """(addr // interleave_bytes) % channels: skylake-ddr4 has 6 channels, 256 B apart, so
+    lines 24 (6 x 4) apart share a channel and a second read issued with the first queues
+    behind it for the channel's read occupancy; lines 4 or 28 (7 interleaves) apart do not."""
+    m = machine()
+    o = m.profile.values["media"]["dram"]
+    assert (o["channels"], o["interleave_bytes"]) == (6, 256)
+    base = 0x100000
+    m.run(Program().load(base).load(base + 64 * gap_lines))
+    queued = m.stats()["media"]["dram"]["read_queue_cycles"]
+    assert (queued > 0) == same
