@@ -121,7 +121,7 @@ def _cache_dirs(root):
 
 def _stat_key(root):
     """The size, mtime and inode of every source file, as Python's bytecode cache checks a
-    file: parsing them all for the digest costs about a second per process."""
+    file: parsing them all for the digest costs about half a second per process."""
     h = hashlib.sha256()
     for d in PACKAGES:
         for f in sorted((root / d).rglob("*.py")):
