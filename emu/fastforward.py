@@ -33,6 +33,7 @@ from memmodel import memory as mm
 from memmodel._hotlines import HL
 from memmodel.cache import N_LV
 from memmodel.layout import L1_MEMO_AT, LV, LV_AT, MEMO, MS
+from memmodel.policies import packed, permutable
 from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
@@ -113,14 +114,17 @@ class _Layout:
         heads[[h for h, _, _ in rings]] = True
         self.sig = small[~counter[small] & ~heads[small]]
         self.sig_clock = [names[c] if c >= 0 else None for c in clock_at[self.sig]]
-        # the cache blocks, which a level with a stamp per way (LRU, FIFO) may hold in other
-        # ways from one period to the next: (first block, sets, ways) of each such level
+        # the cache blocks, which a level of LRU or FIFO may hold in other ways from one
+        # period to the next: (first block, sets, ways) of each such level
         self.blocks = {name: lay.offsets[name] for name in ("tags", "repl", "ready", "flags")}
         self.n_blocks = int(np.prod(lay.shapes["tags"]))
-        self.permutable = [(int(S[LV_AT + lv * N_LV + LV.BASE]), int(S[LV_AT + lv * N_LV + LV.SETS]),
-                            int(S[LV_AT + lv * N_LV + LV.WAYS]))
-                           for lv in range(len(m.level_names))
-                           if S[LV_AT + lv * N_LV + LV.POLICY] in timeshift.STAMPED]
+        rows = [S[LV_AT + lv * N_LV:LV_AT + (lv + 1) * N_LV] for lv in range(len(m.level_names))]
+        self.permutable = [(int(r[LV.BASE]), int(r[LV.SETS]), int(r[LV.WAYS])) for r in rows
+                           if permutable(r[LV.POLICY])]
+        # ... of the levels whose sets keep an order word of way numbers (LRU): it does not
+        # move with the ways, its numbers are renamed (_renamed)
+        self.packed = [(int(r[LV.BASE]), int(r[LV.SETS]), int(r[LV.WAYS])) for r in rows
+                       if packed(r[LV.POLICY])]
         st = lay.offsets["stream"]
         self.stream_rows = (st + stream.N_ROW, lay.shapes["stream"][0] - 1)   # row 0: clock
         in_block = np.zeros(n, dtype=bool)
@@ -189,16 +193,39 @@ def _ways(lay, a, b):
         return None
     Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
     maps = {o: P for o in lay.blocks.values()}
+    if lay.packed:
+        maps[lay.blocks["repl"]] = R = P.copy()
+        for base, sets, ways in lay.packed:
+            R[base:base + sets * ways] = np.arange(base, base + sets * ways)
     maps[off] = Q
     a0, a = a, lay.scratch
     np.copyto(a, a0)
     for o, M in maps.items():
         moved = np.flatnonzero(M != np.arange(len(M)))   # the words the map moves
         a[o + moved] = a0[o + M[moved]]
+    _renamed(lay, a, P)
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         a[memo] = np.flatnonzero(P == a[memo])[0]
     return a, maps
+
+
+def _renamed(lay, S, P):
+    """Rename the way numbers in the order words of S's LRU sets after their ways moved by
+    P (block j now holds what block P[j] held): the line of way v is in way j, P[j] = v."""
+    repl = lay.blocks["repl"]
+    for base, sets, ways in lay.packed:
+        first = base + np.arange(sets) * ways
+        where = P[base:base + sets * ways].reshape(sets, ways) - first[:, None]
+        moved = np.flatnonzero((where != np.arange(ways)).any(axis=1))
+        if not len(moved):
+            continue
+        to = np.argsort(where[moved], axis=1)   # to[v]: the way that holds way v's line
+        nib = 4 * np.arange(ways, dtype=np.uint64)
+        words = S[repl + first[moved]].view(np.uint64)
+        ways_at = ((words[:, None] >> nib) & np.uint64(15)).astype(np.int64)
+        renamed = np.take_along_axis(to, ways_at, 1).astype(np.uint64) << nib
+        S[repl + first[moved]] = np.bitwise_or.reduce(renamed, axis=1).view(np.int64)
 
 
 def match(lay, a, b, mem_a, mem_b):
@@ -307,6 +334,7 @@ def apply(m, lay, plan, k):
         for o in offs:
             powers[o] = rp
             S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
+    _renamed(lay, S, powers[lay.blocks["tags"]])
     memo = L1_MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         S[memo] = np.flatnonzero(powers[lay.blocks["tags"]] == S[memo])[0]

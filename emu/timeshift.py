@@ -10,9 +10,9 @@ the one before, moved along its clocks, the remaining ones are a shift.
 
 Clocks: "cycles"; "fp" (cycles x media.FP: the media channels' and the interconnect's busy
 times); "uops" and "loads" (the core's sequence numbers); "lru0", "lru1", ... (a cache
-level's use stamp, and its blocks' stamps where the policy keeps stamps: LRU, FIFO); "mem"
-(the memory side's use stamp of WC buffers and XPBuffer entries); "stream" (the stream
-prefetcher's table clock).
+level's use stamp, and its blocks' stamps where the policy keeps stamps: FIFO, and LRU in
+L1 or in sets of more than 16 ways); "mem" (the memory side's use stamp of WC buffers and
+XPBuffer entries); "stream" (the stream prefetcher's table clock).
 """
 import numpy as np
 
@@ -21,7 +21,7 @@ from memmodel import _wc as wcb
 from memmodel import media as md
 from memmodel.cache import N_LV
 from memmodel.layout import LV, LV_AT, MS
-from memmodel.policies import POLICY_IDS
+from memmodel.policies import stamped
 from memmodel.prefetch import stream
 
 # scalars of the core (emu.state.SC) and the memory side (memmodel.layout.MS)
@@ -35,8 +35,6 @@ SCALARS = {
 # whole sections on one clock
 SECTIONS = {"ready": "cycles", "lfb": "cycles", "sb": "cycles", "rob_done": "cycles",
             "rob_seq": "uops", "rob_lseq": "loads"}
-# the policies whose replacement words are stamps of the level's clock
-STAMPED = {POLICY_IDS.index("lru"), POLICY_IDS.index("fifo")}
 CLOCKS = ("cycles", "fp", "uops", "loads", "mem", "stream")
 
 
@@ -63,7 +61,7 @@ def fields(m):
     for lvl in range(len(m.level_names)):
         row = LV_AT + lvl * N_LV
         add(clock_of_level(lvl), [row + LV.STAMP])
-        if S[row + LV.POLICY] in STAMPED:
+        if stamped(S[row + LV.POLICY]):
             base, n = S[row + LV.BASE], S[row + LV.SETS] * S[row + LV.WAYS]
             add(clock_of_level(lvl), repl + np.arange(base, base + n))
     def cols(name, width, c):   # column c of every row of a section of rows of `width`

@@ -1,14 +1,16 @@
 """Set-associative cache levels, as sections of the state buffer S (memmodel.layout).
 
 All levels share flat per-block sections (tags, repl, ready, flags): level l's blocks start
-at lv[l, LV.BASE], set s at LV.BASE + s*ways. Compiled phases are small functions: lookup,
-touch (hit), fill (victim choice + evict + install), invalidate.
+at lv[l, LV.BASE], set s at LV.BASE + s*ways (what a set keeps in repl: memmodel.policies).
+Compiled phases are small functions: lookup, touch (hit), fill (victim choice + evict +
+install), invalidate.
 """
 import numpy as np
 
 from memmodel.jit import host_prefetch, inlined, ix, reciprocal_bits, remainder
 from memmodel.layout import L1_MEMO_AT, LV, LV_AT, LV_ROWS, MEMO, MH, fields
-from memmodel.policies import POLICY_IDS
+from memmodel.policies import level_policy, packed
+from memmodel.policies.lru import first_order
 from memmodel.policies import _dispatch as policies
 
 # lv[level, field]: memmodel.layout.LV
@@ -67,12 +69,15 @@ def init_sections(layout, S, levels, seed=0):
         lv[i, LV.WAYS] = lvl["ways"]
         lv[i, LV.BASE] = base
         lv[i, LV.HIT] = lvl["hit_cycles"]
-        lv[i, LV.POLICY] = POLICY_IDS.index(lvl["policy"])
+        lv[i, LV.POLICY] = level_policy(lvl["policy"], lvl["ways"], i)
         # xorshift must not start at 0; distinct per level, fixed by the seed
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
         lv[i, LV.RNG] = np.uint64(x).view(np.int64)
         lv[i, LV.EMPTY] = sets * lvl["ways"]
         lv[i, LV.INV] = reciprocal_bits(sets)
+        if packed(lv[i, LV.POLICY]):
+            layout.view(S, "repl")[base:base + sets * lvl["ways"]:lvl["ways"]] = \
+                first_order(lvl["ways"])
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
 
@@ -162,15 +167,16 @@ def _prefetch_ways(S, a, ways):
 
 @inlined
 def prefetch_blocks(S, lvl, i0):
-    """Host-cache hint only: start loading the state (tags, repl, flags, ready of every way)
-    of the set at `lvl` whose first way is block i0, so that a later lookup/fill does not
-    wait for it, or waits for its arrays at once rather than one after the other."""
+    """Host-cache hint only: start loading the state (tags, flags, ready of every way, the
+    replacement state's first word: all of an LRU order word) of the set at `lvl` whose
+    first way is block i0, so that a later lookup/fill does not wait for it, or waits for
+    its arrays at once rather than one after the other."""
     ways = S[ix(LV_AT + lvl * N_LV + LV.WAYS)]
-    t, r, f, d = S[MH.TAGS] + i0, S[MH.REPL] + i0, S[MH.FLAGS] + i0, S[MH.READY] + i0
-    for w in range(0, ways + 7, 8):   # one loop for the four arrays: this runs for most ops
+    t, f, d = S[MH.TAGS] + i0, S[MH.FLAGS] + i0, S[MH.READY] + i0
+    host_prefetch(S, S[MH.REPL] + i0)
+    for w in range(0, ways + 7, 8):   # one loop for the three arrays: this runs for most ops
         k = min(w, ways - 1)
         host_prefetch(S, t + k)
-        host_prefetch(S, r + k)
         host_prefetch(S, f + k)
         host_prefetch(S, d + k)
 

@@ -1,7 +1,9 @@
 """The compiled hierarchy against the reference (tests/reference_cache.py) on random inputs.
 
 Random small geometries (1, 2 or 3 levels; L1 1-8 ways x 1-16 sets, non-powers of two
-included; each lower level at least as large as the one above; LRU or FIFO per level;
+included; L2 and LLC 1-24 ways, so that LRU's sets of one order word (up to 16 ways) and
+of a stamp per way are both held against the reference; each lower level at least as
+large as the one above; LRU or FIFO per level;
 inclusive last level or not; prefetchers off) and random traces of 1..300 loads and
 stores of 1..64 bytes over 1/4 to 16 times the largest level's lines, so that sets
 conflict and some accesses cross a line (strategies below). After the trace the
@@ -94,8 +96,9 @@ def assert_same(m, ref, levels):
 # ------------------------------------------------------------------ strategies
 @st.composite
 def geometries(draw, small=False):
-    """L1 1-8 ways x 1-16 sets (1-4 x 1-4 when `small`); L2 and LLC at least as large as
-    the level above, up to 8 (2 when `small`) sets more; 1-3 levels (2-3 when `small`)."""
+    """L1 1-8 ways x 1-16 sets (1-4 x 1-4 when `small`); L2 and LLC 1-24 ways, at least as
+    large as the level above, up to 8 (2 when `small`) sets more; 1-3 levels (2-3 when
+    `small`)."""
     n_levels = draw(st.integers(2 if small else 1, 3))
     l1_ways = draw(st.integers(1, 4 if small else 8))
     l1_sets = draw(st.integers(1, 4 if small else 16))
@@ -103,7 +106,7 @@ def geometries(draw, small=False):
                "policy": draw(st.sampled_from(["lru", "fifo"]))}]
     lines_above = l1_ways * l1_sets
     for name in LEVEL_NAMES[1:n_levels]:
-        ways = draw(st.integers(1, 16))
+        ways = draw(st.integers(1, 24))
         min_sets = -(-lines_above // ways)                    # at least as large as above
         sets = draw(st.integers(min_sets, min_sets + (2 if small else 8)))
         levels.append({"name": name, "ways": ways, "size_bytes": 64 * ways * sets,
