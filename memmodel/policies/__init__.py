@@ -13,7 +13,9 @@ memmodel.policies._dispatch (one function per hook). This module imports nothing
 so that memmodel.profile can take the names from it without numba.
 
 Adding a policy: a module NAME.py with the three functions and `ID = POLICY_IDS.index("NAME")`,
-its name in POLICY_IDS, and one branch for it in each hook of _dispatch.py.
+its name in POLICY_IDS, and one branch for it in each hook of _dispatch.py; its id in
+`stamped` below if its words are stamps of the level's clock (emu.timeshift moves them with
+it), in `permutable` if a way's place in the set means nothing to it.
 """
 POLICY_IDS = ("lru", "plru", "fifo", "random")
 PACKED_WAYS = 16   # LRU keeps a set of up to 16 ways as one word of 4-bit way numbers
