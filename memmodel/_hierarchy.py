@@ -171,6 +171,11 @@ def take_lfb(S, done):
     state for one set of times, whatever order the fills came in: a repeated body's
     buffers then repeat word for word (emu.fastforward), not turned round."""
     lfb, n = S[MH.LFB], S[MT.LFB]
+    if done >= S[ix(lfb + n - 1)]:   # the latest fill yet (a stream's misses): all move up,
+        for j in range(1, n):        # a copy with no compare (equal times: the same words)
+            S[ix(lfb + j - 1)] = S[ix(lfb + j)]
+        S[ix(lfb + n - 1)] = done
+        return
     j = 1
     while j < n and S[ix(lfb + j)] < done:
         S[ix(lfb + j - 1)] = S[ix(lfb + j)]
