@@ -3,12 +3,12 @@ every use the word's nibbles are that list and the victim is its last way, for e
 width it holds (1-16 ways), compiled and as plain Python (the no-JIT pass runs this file)."""
 import numpy as np
 import pytest
+from numba import njit
 
-from memmodel.jit import compiled
 from memmodel.policies import PACKED_WAYS, lru
 
 
-@compiled
+@njit   # not cached: numba's cache would not see an edit of lru.py (as tests/test_jit.py's)
 def _uses(S, r0, ways, seq, victims):
     """Hit (or fill) the ways of `seq` in turn; victims[i]: the victim after use i."""
     for i in range(len(seq)):
