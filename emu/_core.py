@@ -36,6 +36,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
     out[0] = ST_OK
     functional = S[MT.FUNCTIONAL]
     n = ops.shape[0]
+    opf = ops.reshape(ops.size)
     i = start
     skip = 0 if plain else n   # after _plain_run took no op, the next few bypass it
     while i < n:
@@ -51,7 +52,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
             skip -= 1
         out[1] = i
         if i + fast.PF_AHEAD < n:
-            fast.host_prefetch_op(S, ops, i + fast.PF_AHEAD)
+            fast.host_prefetch_op(S, opf, i + fast.PF_AHEAD)
         op = ops[i, COL_OP]
         flags = ops[i, COL_FLAGS]
         addr = ops[i, COL_ADDR]

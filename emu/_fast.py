@@ -29,13 +29,16 @@ PLAIN_RUN_BACKOFF = 8   # a guess; any value gives the same results
 
 
 @inlined
-def host_prefetch_op(S, ops, j):
-    """Host-cache hint for op j (a few ops ahead): if it is a load or store of a new line,
-    start loading its sets' state below L1 (L1's is small and stays in the host cache)."""
-    op = ops[ix(j), COL_OP]
+def host_prefetch_op(S, opf, j):
+    """Host-cache hint for op j (a few ops ahead; `opf`: the op array flat, so a row is a
+    constant multiple): if it is a load or store of a new line, start loading its sets'
+    state below L1 (L1's is small and stays in the host cache)."""
+    r = j * N_COLS
+    op = opf[ix(r + COL_OP)]
     if op == Op.LOAD or op == Op.STORE:
-        line = ops[ix(j), COL_ADDR] >> 6
-        if line != ops[ix(j - 1), COL_ADDR] >> 6 and line != ops[ix(j - 2), COL_ADDR] >> 6:
+        line = opf[ix(r + COL_ADDR)] >> 6
+        if line != opf[ix(r - N_COLS + COL_ADDR)] >> 6 and \
+                line != opf[ix(r - 2 * N_COLS + COL_ADDR)] >> 6:
             for lvl in range(1, S[MT.LEVELS]):
                 cm.prefetch_set(S, lvl, line)
 
@@ -43,8 +46,8 @@ def host_prefetch_op(S, ops, j):
 @compiled
 def plain_run(S, pt, frames, ops, data, i, n):
     """Execute ops i.. while they are plain loads and stores within one line that need no
-    check (the common case of most traces), with the pipeline scalars, the L1 use stamp
-    and hit counters in registers; returns the first op not executed. Each op has exactly
+    check (the common case of most traces), with the pipeline scalars and the L1 use stamp
+    in registers; returns the first op not executed. Each op has exactly
     the effects the general path gives it (same helpers, same order): only the loads and
     stores of S between ops are gone, whose store-to-load chains bound the general path.
     An L1 miss hands the L1 use stamp to memmodel._hierarchy.demand_miss in S."""
@@ -54,10 +57,12 @@ def plain_run(S, pt, frames, ops, data, i, n):
     if functional and hi > lo and mm.persistence(S, lo) == mm.P_EADR:
         page_ok = -1
     fr_ok = -1
+    opf = ops.reshape(ops.size)   # rows at a constant stride: no multiply by a loaded one
     hit = cm.hit_cycles(S, 0)
     upc, commit = S[TP.UPC], S[TP.STORE_COMMIT]
     tags, flg, rdy = S[MH.TAGS], S[MH.FLAGS], S[MH.READY]
     rob, lb, rseq, rlseq, rdone = S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE]
+    rops, rs = S[EH.ROB_OPS], S[SC.ROB_SLOTS]
     sbn, sb = S[TP.SB], S[EH.SB]
     policy, ways, repl = cm.policy(S, 0), cm.ways(S, 0), S[MH.REPL]
     now, frac, seq = S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ]
@@ -70,18 +75,20 @@ def plain_run(S, pt, frames, ops, data, i, n):
     ml0, ms0, mb0 = S[cm.L1_MEMO_AT + cm.MEMO.LINE], S[cm.L1_MEMO_AT + cm.MEMO.SET], \
         S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
     ml1, ms1, mb1 = -1, 0, 0
-    start = i
-    lhits, shits = 0, 0
-    # dispatch's waits for the window, the store buffer and fill buffers (pl.charge)
-    site_start, w_window, w_sb, w_lfb = S[SC.SITE_START], 0, 0, 0
+    start, now0, lseq0 = i, now, lseq
+    misses0 = cm.counter(S, 0, cm.CC.LOAD_MISSES), cm.counter(S, 0, cm.CC.STORE_MISSES)
+    # dispatch's waits (pl.charge) for the store buffer, fill buffers and issue bandwidth;
+    # the window's is the rest of dispatch's advance within the site (at the end)
+    site_start, w_sb, w_lfb, w_issue = S[SC.SITE_START], 0, 0, 0
     while i < n:
-        op = ops[ix(i), COL_OP]
-        flags = ops[ix(i), COL_FLAGS]
-        addr = ops[ix(i), COL_ADDR]
-        size = ops[ix(i), COL_SIZE]
+        r = i * N_COLS
+        op = opf[ix(r + COL_OP)]
+        flags = opf[ix(r + COL_FLAGS)]
+        addr = opf[ix(r + COL_ADDR)]
+        size = opf[ix(r + COL_SIZE)]
         if op == Op.LOAD:
             if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
-                                           and ops[ix(i + 1), COL_FLAGS] & FLAG_INDEXED):
+                                           and opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED):
                 break
         elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
             break
@@ -103,13 +110,11 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
             break
         if i + OPS_AHEAD < n:
-            host_prefetch(ops, (i + OPS_AHEAD) * N_COLS)
+            host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
         if i + PF_AHEAD < n:
-            host_prefetch_op(S, ops, i + PF_AHEAD)
-        t0 = now
-        now, rh, rc = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, now, seq,
-                                    lseq + (op == Op.LOAD), rh, rc)
-        w_window += pl.waited(t0, now, site_start)
+            host_prefetch_op(S, opf, i + PF_AHEAD)
+        now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                        lseq + (op == Op.LOAD), rh, rc, rs)
         t0 = now
         if op == Op.LOAD and flags and dep > t0:
             t0 = dep
@@ -117,10 +122,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
             stamp += 1
             cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
             ready = max(t0 + hit, S[ix(rdy + b)])
-            if op == Op.LOAD:
-                lhits += 1
-            else:
-                shits += 1
+            if op == Op.STORE:
                 S[ix(flg + b)] |= cm.F_DIRTY
         else:
             S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
@@ -131,12 +133,13 @@ def plain_run(S, pt, frames, ops, data, i, n):
             ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
                 S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
         if op == Op.LOAD:
-            now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
-            dep = ready
             before = now
-            now, rh, rc, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, ready, now, seq,
-                                              lseq, rh, rc, dmax)
-            w_window += pl.waited(before, now, site_start)
+            now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
+            if now != before:
+                w_issue += pl.waited(before, now, site_start)
+            dep = ready
+            now, rh, rc, rs, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, rops, ready,
+                                                  now, seq, lseq, rh, rc, rs, dmax)
             lseq += 1
         else:
             # t0: the cycle the store issued, before a miss's stall (pl.commit_at)
@@ -144,7 +147,10 @@ def plain_run(S, pt, frames, ops, data, i, n):
             now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, dmax, sl + commit),
                                               now, sh, sc, sl, end)
             w_sb += pl.waited(before, now, site_start)
+            before = now
             now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
+            if now != before:
+                w_issue += pl.waited(before, now, site_start)
             if functional:   # the store is in page page_ok: its frame, looked up once
                 if fr_ok < 0:
                     fr_ok = mm.frame_of(S, pt, page_ok << 12)
@@ -155,13 +161,20 @@ def plain_run(S, pt, frames, ops, data, i, n):
     if i == start:
         return i
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq
-    S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX], S[SC.DEP_READY] = rh, rc, dmax, dep
+    S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.ROB_SLOTS] = rh, rc, rs
+    S[SC.DONE_MAX], S[SC.DEP_READY] = dmax, dep
     S[SC.LSEQ] = lseq
     S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
     S[cm.LV_AT + cm.LV.STAMP] = stamp
     S[SC.OPS] += i - start
-    cm.count(S, 0, cm.CC.LOAD_HITS, lhits)
-    cm.count(S, 0, cm.CC.STORE_HITS, shits)
+    # the hits: the ops less the misses, which demand_miss counted
+    loads = lseq - lseq0
+    cm.count(S, 0, cm.CC.LOAD_HITS, loads - cm.counter(S, 0, cm.CC.LOAD_MISSES) + misses0[0])
+    cm.count(S, 0, cm.CC.STORE_HITS,
+             i - start - loads - cm.counter(S, 0, cm.CC.STORE_MISSES) + misses0[1])
     cm.remember_l1(S, ml0, ms0, mb0)
+    # every advance of dispatch is one of the four waits; the sum of their parts within the
+    # site telescopes
+    w_window = pl.waited(now0, now, site_start) - w_sb - w_lfb - w_issue
     pl.site_stalls(S, w_window, w_sb, w_lfb)
     return i

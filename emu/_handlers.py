@@ -63,7 +63,7 @@ def locked_rmw(S, addr, size):
     barrier (older ops complete and the store buffer drains first: SDM Vol.3A §11.10), the
     line owned, then the measured latency; younger ops wait for it."""
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
-    S[SC.ROB_COUNT] = 0
+    pl.retired(S)
     t0 = S[SC.NOW]
     ready = hier.demand(S, addr >> 6, t0, K_STORE)[0]
     if (addr + size - 1) >> 6 != addr >> 6:
@@ -189,7 +189,7 @@ def lfence(S):
 def mfence(S):
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     sfence(S)
-    S[SC.ROB_COUNT] = 0
+    pl.retired(S)
     fence_cost(S, S[TP.MFENCE] - S[TP.SFENCE])
 
 

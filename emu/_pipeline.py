@@ -4,10 +4,10 @@ Timing is the resource-occupancy model of docs/design.md. SC.NOW is the dispatch
 op completes later; it retires in program order, once it and every older op completed, so
 its window entries (ROB, load buffer) are held until the oldest incomplete op before it is
 done. Only ops that complete after their dispatch are kept in the ring (loads that miss,
-WORK chains, locked ops): they are what retirement waits for. SC.DONE_MAX, the latest
-completion of any op dispatched so far, is when the next op could retire: a store, NT
-store or flush commits (leaves the store buffer) no earlier than that (docs/hardware.md
-§8.1), and LFENCE waits for it (§7.1).
+WORK chains, locked ops): they are what retirement waits for, in runs (rob_push_v).
+SC.DONE_MAX, the latest completion of any op dispatched so far, is when the next op could
+retire: a store, NT store or flush commits (leaves the store buffer) no earlier than that
+(docs/hardware.md §8.1), and LFENCE waits for it (§7.1).
 """
 from emu.state import EH, N_SCOUNT, SC, SCTR, TP
 from memmodel import cache as cm
@@ -79,17 +79,24 @@ def _site_events(S, counter, total, since):
 # take their sizes and section offsets, so that a hot loop can keep all of them in registers
 # (_plain_run: a store to S makes the compiler reload anything read from S); the S forms
 # load and store them.
+#
+# The ROB ring's count (SC.ROB_COUNT) is of ops; its slots (SC.ROB_SLOTS) hold them in runs.
+# An op completing no later than the latest completion so far (SC.DONE_MAX, an op still in the
+# ring whenever it is later than dispatch) never is the oldest incomplete op the gate waits
+# for: by the time the op that completes last before it retires, it has completed too. It
+# joins the youngest slot (rob_ops counts a slot's ops), and leaves the window with it, in
+# the same gate: a run of hits to one line, and the hits behind a miss, take one slot.
 
 
 @inlined
-def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
+def rob_gate_v(S, rob, lb, seqs, lseqs, done, nops, now, seq, lseq, head, count, slots):
     """Retire completed ops; stall while the oldest incomplete one is a ROB (in uops) or a
     load buffer (in loads, `lseq` counting the op about to dispatch) behind. `rob`/`lb`:
-    the sizes, `seqs`/`lseqs`/`done` the ring's sections' offsets. Behind the oldest
+    the sizes, `seqs`/`lseqs`/`done`/`nops` the ring's sections' offsets. Behind the oldest
     incomplete op, completed uops retire in order at the retire width once it is done: a
     ROB entry `over` uops beyond a full window frees over / width cycles later. Returns
-    (now, head, count)."""
-    while count > 0:
+    (now, head, count, slots)."""
+    while slots > 0:
         d = S[ix(done + head)]
         if d > now:
             over = seq - S[ix(seqs + head)] - rob
@@ -97,37 +104,45 @@ def rob_gate_v(S, rob, lb, seqs, lseqs, done, now, seq, lseq, head, count):
                 break
             # the ROB not over-full (a stall for the load buffer): nothing to retire beyond d
             now = d + over // S[TP.RETIRE] if over > 0 else d
+        count -= S[ix(nops + head)]
         head = head + 1 if head + 1 < rob else 0   # (head + 1) % rob, head < rob
-        count -= 1
-    return now, head, count
+        slots -= 1
+    return now, head, count, slots
 
 
 @inlined
 def rob_gate(S, loads):
     """The gate before an op that takes `loads` load-buffer entries."""
     before = S[SC.NOW]
-    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT] = rob_gate_v(
-        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[SC.NOW],
-        S[SC.UOP_SEQ], S[SC.LSEQ] + loads, S[SC.ROB_HEAD], S[SC.ROB_COUNT])
+    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.ROB_SLOTS] = rob_gate_v(
+        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[EH.ROB_OPS],
+        S[SC.NOW], S[SC.UOP_SEQ], S[SC.LSEQ] + loads, S[SC.ROB_HEAD], S[SC.ROB_COUNT],
+        S[SC.ROB_SLOTS])
     charge(S, SCTR.WINDOW, before)
 
 
 @inlined
-def rob_push_v(S, rob, lb, seqs, lseqs, dones, done, now, seq, lseq, head, count, done_max):
+def rob_push_v(S, rob, lb, seqs, lseqs, dones, nops, done, now, seq, lseq, head, count, slots,
+               done_max):
     """An op that completes at `done` holds the window until then; `lseq`: the loads
-    dispatched before it. Returns (now, head, count, done_max)."""
+    dispatched before it. Returns (now, head, count, slots, done_max)."""
     if done <= now:
-        return now, head, count, done_max
+        return now, head, count, slots, done_max
     if count == rob:
-        now, head, count = rob_gate_v(S, rob, lb, seqs, lseqs, dones, now, seq, lseq, head,
-                                      count)
-    i = head + count   # (head + count) % rob, both < rob
+        now, head, count, slots = rob_gate_v(S, rob, lb, seqs, lseqs, dones, nops, now, seq,
+                                             lseq, head, count, slots)
+    i = head + slots   # (head + slots) % rob, both < rob
     if i >= rob:
         i -= rob
+    if done <= done_max and slots > 0:   # it joins the youngest slot
+        i = i - 1 if i > 0 else rob - 1
+        S[ix(nops + i)] += 1
+        return now, head, count + 1, slots, done_max
     S[ix(seqs + i)] = seq
     S[ix(lseqs + i)] = lseq
     S[ix(dones + i)] = done
-    return now, head, count + 1, max(done_max, done)
+    S[ix(nops + i)] = 1
+    return now, head, count + 1, slots + 1, max(done_max, done)
 
 
 @inlined
@@ -139,17 +154,25 @@ def rob_push(S, done):
 def rob_push_at(S, done, seq):
     """rob_push of the uop numbered `seq` (a part of a WORK chain dispatched earlier)."""
     before = S[SC.NOW]
-    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX] = rob_push_v(
-        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], done, S[SC.NOW],
-        seq, S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX])
+    S[SC.NOW], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.ROB_SLOTS], S[SC.DONE_MAX] = rob_push_v(
+        S, S[TP.ROB], S[TP.LB], S[EH.ROB_SEQ], S[EH.ROB_LSEQ], S[EH.ROB_DONE], S[EH.ROB_OPS],
+        done, S[SC.NOW], seq, S[SC.LSEQ], S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.ROB_SLOTS],
+        S[SC.DONE_MAX])
     charge(S, SCTR.WINDOW, before)
+
+
+@inlined
+def retired(S):
+    """Every op dispatched so far has retired (dispatch waited for SC.DONE_MAX)."""
+    S[SC.ROB_COUNT] = 0
+    S[SC.ROB_SLOTS] = 0
 
 
 @inlined
 def drain_window(S, cause):
     """Everything older has completed and retired (a fence, a locked op)."""
     stall_until(S, S[SC.DONE_MAX], cause)
-    S[SC.ROB_COUNT] = 0
+    retired(S)
 
 
 # WORK chains are held in the ring as this many entries (the last of them completing

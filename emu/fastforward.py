@@ -70,7 +70,8 @@ class _Layout:
 
         ring(SC.ROB_HEAD, int(S[TP.ROB]), [(section("rob_seq"), "uops"),
                                           (section("rob_lseq"), "loads"),
-                                          (section("rob_done"), "cycles")])
+                                          (section("rob_done"), "cycles"),
+                                          (section("rob_ops"), None)])
         ring(SC.SB_HEAD, int(S[TP.SB]), [(section("sb"), "cycles")])
         ring(MS.PEND_HEAD, mm.SNAPSHOTS, [(section("pend"), None)])
         chan = section("chan")

@@ -8,18 +8,19 @@ before any program runs.
 from memmodel.layout import MM, Block, fields
 from memmodel.media import FP
 
-EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE SB SITE_CTR", start=MM.end)
+EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
 _TP = ("UPC RETIRE ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
        "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL")
 # sc: the pipeline's scalars (issue cycle, ring heads and counts, the current site and the
 # memory side's event totals at its start, ...)
-_SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT SB_HEAD SB_COUNT SB_LAST "
-       "CLFLUSH_CHAIN FLUSH_UNIT SITE SITE_START AC KERNEL END OPS REP_FRAC SITE_OPS REG_LO "
-       "REG_HI PAGE_OK VAL MASK POISON_N FAULT FAULT_ADDR SITE_L1D_MISSES SITE_LLC_MISSES "
-       "SITE_MEDIA_READS SITE_MEDIA_WRITES SITE_L1D_STORE_MISSES SITE_LLC_STORE_MISSES SITE_L1D_PENDING "
-       "SITE_LLC_PENDING SITE_LOADS SITE_STORES")
+_SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT ROB_SLOTS "
+       "SB_HEAD SB_COUNT SB_LAST CLFLUSH_CHAIN FLUSH_UNIT SITE SITE_START AC KERNEL END OPS "
+       "REP_FRAC SITE_OPS REG_LO REG_HI PAGE_OK VAL MASK POISON_N FAULT FAULT_ADDR "
+       "SITE_L1D_MISSES SITE_LLC_MISSES SITE_MEDIA_READS SITE_MEDIA_WRITES "
+       "SITE_L1D_STORE_MISSES SITE_LLC_STORE_MISSES SITE_L1D_PENDING SITE_LLC_PENDING "
+       "SITE_LOADS SITE_STORES")
 EMU = Block(EH, (("tp", len(_TP.split())), ("sc", len(_SC.split()))))
 TP = fields("TP", _TP, start=EMU.at("tp"))
 SC = fields("SC", _SC, start=EMU.at("sc"))
@@ -55,6 +56,7 @@ def add_sections(layout, values, n_sites):
     layout.add("rob_seq", core["rob_entries"])
     layout.add("rob_lseq", core["rob_entries"])
     layout.add("rob_done", core["rob_entries"])
+    layout.add("rob_ops", core["rob_entries"])
     layout.add("sb", core["store_buffer_entries"])
     layout.add("site_ctr", (n_sites, N_SCOUNT))
 
