@@ -100,8 +100,8 @@ def first_bad(ops, n_sites, blob_len, first, cost):
         peer |= PEER[op] != 0
         if SIMPLE[op] and ops[i, COL_FLAGS] == 0 and 1 <= size <= 64 and \
                 0 <= addr <= PHYS_LIMIT - size and (IMM_KIND[op] != ImmKind.DATA or
-                                                   ops[i, COL_DATA] + size <= blob_len
-                                                   or ops[i, COL_DATA] < 0):
+                                                   ops[i, COL_DATA] < 0
+                                                   or ops[i, COL_DATA] <= blob_len - size):
             units += size // 64 + 2   # as below: n // 64 + 2 for n = size bytes
             continue
         src = ops[i, COL_SRC]
@@ -124,8 +124,9 @@ def first_bad(ops, n_sites, blob_len, first, cost):
         if ADDR_KIND[op] == AddrKind.INDEX and (addr < 0 or size < 0):
             _fail(first, Check.INDEX, i)
         kind = IMM_KIND[op]
-        if kind == ImmKind.DATA and ops[i, COL_DATA] >= 0 and \
-                ops[i, COL_DATA] + size > blob_len:
+        # (d + size could wrap: a huge offset would pass)
+        if kind == ImmKind.DATA and ops[i, COL_DATA] >= 0 and (
+                ops[i, COL_DATA] > blob_len or size > blob_len - ops[i, COL_DATA]):
             _fail(first, Check.DATA, i)
         if kind == ImmKind.FLUSH_KIND and (imm < 0 or imm >= N_OPS or not FLUSH[imm]):
             _fail(first, Check.FLUSH_KIND, i)

@@ -217,6 +217,15 @@ def test_each_check_reports_its_message(check):
         assert str(e.value) == f"op {i} ({Op(op).name} addr={addr:#x}): {WHY[check]}"
 
 
+def test_a_data_offset_near_the_int64_limit_is_beyond_the_blob():
+    """offset + size wraps to a negative number for these: the check must not pass them
+    (the core would copy from far outside the blob)."""
+    for size in (1, 8, 64):
+        p = edited(Program().store(0, bytes(size)), COL_DATA, 2**63 - size)
+        with pytest.raises(ProgramError, match="data beyond the data blob"):
+            p.validate()
+
+
 def test_unused_operands_are_not_checked():
     """Operands an op does not have are not validated (the core never reads them): a fence's
     ADDR, a PEER_READ's DATA, a CLWB's SIZE."""
