@@ -30,10 +30,11 @@ Its scalar `load(addr)`/`store(addr)` are not used: they parse the address with 
 format (32-bit, truncating) into a C long whose upper half is left uninitialised, and they
 cost a Python call per access anyway (measured slower than loadstore).
 
-Timing: the trace/Program construction (numpy op array, Program validation; Python int
-lists/tuples for pycachesim) and the simulator set-up are timed apart from the simulation;
-the throughput is accesses / simulation seconds (`Machine.run`, which includes its own
-program validation, resp. the one pycachesim call). Before anything is timed the emulator
+Timing: the trace/Program construction (numpy op array, Program validation: the loads
+trace's batch rows are checked as they are added, the copy's array by from_array; Python
+int lists/tuples for pycachesim) and the simulator set-up are timed apart from the
+simulation; the throughput is accesses / simulation seconds (`Machine.run`, which reads a
+validated program's ops only to run them, resp. the one pycachesim call). Before anything is timed the emulator
 runs a tiny warm-up program; its wall time is `compile_s` (numba compile, or load from
 numba's on-disk cache when the core was compiled before).
 

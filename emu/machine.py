@@ -7,7 +7,6 @@ turns the core's status codes into Python exceptions naming op index, site and a
 import hashlib
 import sys
 import time
-from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -23,7 +22,6 @@ from emu.limits import (
 from emu.results import CrashImage, MemoryLimitFault, RunResult, UnmappedAccess, fault
 from isa.ops import (
     COL_ADDR,
-    COL_IMM,
     COL_OP,
     COL_SIZE,
     N_COLS,
@@ -31,7 +29,8 @@ from isa.ops import (
     PHYS_LIMIT,
     Op,
 )
-from isa.program import Program, ProgramError, site_ids
+from isa.program import Program, ProgramError
+from isa.sites import site_ids
 from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -185,19 +184,6 @@ class Machine:
                                          (max(len(self.site_names), 2 * n), st.N_SCOUNT))
         return rows, ids
 
-    @contextmanager
-    def _with_global_sites(self, program, rows, ids):
-        """program's ops with this machine's site ids in its SITE rows while the block lasts,
-        written into the program's array and put back after: a copy of a large program per
-        run would cost more than running it (the program is left as it was)."""
-        ops = program.ops
-        own = ops[rows, COL_IMM]
-        ops[rows, COL_IMM] = ids
-        try:
-            yield ops
-        finally:
-            ops[rows, COL_IMM] = own
-
     @classmethod
     def warmup(cls):
         """Compile every compiled function the facade calls (the core's run and finish, the
@@ -267,7 +253,7 @@ class Machine:
     def _run_checked(self, program, sites, cost, fixups, drain):
         """Run `program` whose _check gave (sites, cost, fixups)."""
         self._check_clock(program, cost)   # the clock has moved since the check
-        with self._with_global_sites(program, *sites) as ops:
+        with program.sites_as(*sites) as ops:
             return self._run_ops(program, ops, fixups, drain)
 
     def _run_ops(self, program, ops, fixups, drain):

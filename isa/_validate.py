@@ -44,6 +44,10 @@ SIMPLE = np.array([ADDR_KIND[op] == AddrKind.ADDRESS and SIZE_RULE[op] == SizeRu
                    and IMM_KIND[op] in (ImmKind.NONE, ImmKind.SCALE, ImmKind.DATA)
                    for op in range(N_OPS)])
 
+class ProgramError(ValueError):
+    """An op with operands the ISA does not allow."""
+
+
 # The core indexes a load or masks it, never both: an indexed load drops the mask silently.
 INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
                       "(the core does not mask an indexed load)")
@@ -161,3 +165,26 @@ def first_bad(ops, n_sites, blob_len, first, cost):
     cost[0] = work
     cost[1] = units
     cost[3] = 1.0 if peer else 0.0
+
+
+NO_OPS = (0.0, 0.0, False, False)   # validated()'s answer for no ops
+
+
+def validated(ops, n_sites, blob_len):
+    """Raise ProgramError naming the first op whose operands the core cannot execute; else
+    (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE or FLAG_MCSAFE op, any
+    other core's access), as Program.validate returns them."""
+    if not len(ops):
+        return NO_OPS
+    first = np.full(len(Check), -1, dtype=np.int64)
+    cost = np.zeros(4, dtype=np.float64)
+    first_bad(ops, n_sites, blob_len, first, cost)
+    for check in Check:
+        i = int(first[check])
+        if i < 0:
+            continue
+        op = ops[i, COL_OP]
+        if check == Check.UNKNOWN_OPCODE:
+            raise ProgramError(f"op {i}: unknown opcode {op}")
+        raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): {WHY[check]}")
+    return float(cost[0]), float(cost[1]), bool(cost[2]), bool(cost[3])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa._validate import INDEXED_AND_MASKED, WHY, Check, first_bad
+from isa._validate import INDEXED_AND_MASKED, NO_OPS, ProgramError, validated
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -25,8 +25,10 @@ from isa.ops import (
     MAX_WORK_CYCLES,
     MOVNT_SIZES,
     N_COLS,
+    PHYS_LIMIT,
     Op,
 )
+from isa.sites import remap_sites
 from isa.sourcelines import LINE_SEP, caller_line, recording
 
 EFAULT = 14
@@ -41,10 +43,6 @@ class Ret:
     op: int | None
     kind: str = "left"
     value: int = 0
-
-
-class ProgramError(ValueError):
-    """An op with operands the ISA does not allow."""
 
 
 def _int(name, what, v):
@@ -71,35 +69,6 @@ def _as_imm(name, value):
     return int(np.int64(np.uint64(int(value) & (2**64 - 1))))
 
 
-def site_ids(ops, names, ids, id_names):
-    """(rows, new ids): ops' SITE rows and, for their ids (indices into `names`), the ids of
-    the table `ids` (name -> id), new names added to it and to `id_names` in row order."""
-    rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0] if names else np.zeros(0, dtype=np.int64)
-    imm = ops[rows, COL_IMM]
-    used, first = np.unique(imm, return_index=True)
-    table = np.zeros(len(names), dtype=np.int64)
-    for i in used[np.argsort(first)]:
-        name = names[i]
-        sid = ids.get(name)
-        if sid is None:
-            sid = ids[name] = len(id_names)
-            id_names.append(name)
-        table[i] = sid
-    return rows, table[imm]
-
-
-def remap_sites(ops, names, ids, id_names):
-    """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
-    `ids` (name -> id), adding unknown names to it and to the list `id_names`. Returns a
-    copy of ops if any row changed, else ops itself."""
-    rows, new = site_ids(ops, names, ids, id_names)
-    if np.array_equal(ops[rows, COL_IMM], new):
-        return ops
-    ops = ops.copy()
-    ops[rows, COL_IMM] = new
-    return ops
-
-
 class Program:
     """A sequence of ops plus the bytes that stores carry."""
 
@@ -114,14 +83,31 @@ class Program:
         self._function = "(none)"    # with _lines: the function of the next op's site
         self._line_site = None       # ... and the site of the last op
         self._no_line = 0            # ... inside a branch body: no new site
+        self._checked = NO_OPS       # validate()'s answer, while no op changed since
 
     def __len__(self):
         return self._n
 
     @property
     def ops(self):
-        """The op array (a view: rows [0, len))."""
-        return self._ops[:self._n]
+        """The op array (a read-only view: rows [0, len); a raw array goes through from_array,
+        which validates it)."""
+        ops = self._ops[:self._n]
+        ops.flags.writeable = False
+        return ops
+
+    @contextmanager
+    def sites_as(self, rows, ids):
+        """The op array with the SITE rows `rows` holding `ids` (a machine's ids for the
+        program's site names) while the block lasts, put back after: no copy of a large
+        program per run."""
+        ops = self._ops[:self._n]
+        own = ops[rows, COL_IMM]
+        ops[rows, COL_IMM] = ids
+        try:
+            yield ops
+        finally:
+            ops[rows, COL_IMM] = own
 
     @property
     def data(self):
@@ -145,6 +131,7 @@ class Program:
         if self._lines and op != Op.SITE and not self._no_line and not flags & FLAG_INDEXED:
             self._at_line()
         self._reserve(1)
+        self._checked = None
         row = self._ops[self._n]
         row[COL_OP] = op
         row[COL_ADDR], row[COL_SIZE], row[COL_SRC], row[COL_IMM], row[COL_FLAGS] = operands
@@ -342,6 +329,7 @@ class Program:
         finally:
             self._no_line -= 1
         self._ops[at, COL_IMM] = self._n - at - 1
+        self._checked = None
 
     def index_mask(self, index, limit, dependent=False):
         """array_index_nospec(index, limit): cmp + sbb build an all-ones mask when
@@ -416,6 +404,9 @@ class Program:
             raise ProgramError(f"{op.name.lower()}: negative address in batch")
         if not 1 <= _int(op.name.lower(), "size", size) <= 64:
             raise ProgramError(f"{op.name.lower()}: size {size} not in 1..64")
+        if len(addrs) and addrs.max() > PHYS_LIMIT - size:
+            raise ProgramError(f"{op.name.lower()}: batch address beyond the 52-bit physical "
+                               "address space")
         k = len(addrs)
         if self._lines and not self._no_line:
             self._at_line()
@@ -428,6 +419,9 @@ class Program:
         rows[:, COL_DATA] = -1
         rows[:, COL_FLAGS] = flags
         self._n += k
+        if self._checked is not None:   # what validate() finds of these rows: no error
+            work, units, fixups, peer = self._checked
+            self._checked = work, units + k * (size // 64 + 3), fixups, peer
         return self
 
     def loads(self, addrs, size=8, dependent=False):
@@ -442,6 +436,7 @@ class Program:
         """Append another Program (its data and site names are remapped)."""
         k = len(other)
         self._reserve(k)
+        self._checked = None
         rows = other.ops.copy()
         has_data = rows[:, COL_DATA] >= 0
         rows[has_data, COL_DATA] += len(self._blob)
@@ -473,6 +468,7 @@ class Program:
         p._blob = bytearray(data)
         p.site_names = list(site_names)
         p._site_ids = {n: i for i, n in enumerate(p.site_names)}
+        p._checked = None
         if check:
             p.validate()
         return p
@@ -481,20 +477,9 @@ class Program:
         """Raise ProgramError naming the first op whose operands the core cannot execute.
         Returns (WORK cycles, ops plus cachelines touched) as floats, what Machine.run
         bounds the run's cycles with, then whether any op has FLAG_EXTABLE or FLAG_MCSAFE
-        and whether any is another core's access (isa.ops.PEER_OPS)."""
-        ops = self.ops
-        if not len(ops):
-            return 0.0, 0.0, False, False
-        first = np.full(len(Check), -1, dtype=np.int64)
-        cost = np.zeros(4, dtype=np.float64)
-        first_bad(ops, len(self.site_names), len(self._blob), first, cost)
-        for check in Check:
-            i = int(first[check])
-            if i < 0:
-                continue
-            op = ops[i, COL_OP]
-            if check == Check.UNKNOWN_OPCODE:
-                raise ProgramError(f"op {i}: unknown opcode {op}")
-            raise ProgramError(f"op {i} ({Op(op).name} addr={ops[i, COL_ADDR]:#x}): "
-                               f"{WHY[check]}")
-        return float(cost[0]), float(cost[1]), bool(cost[2]), bool(cost[3])
+        and whether any is another core's access (isa.ops.PEER_OPS). The answer is kept
+        until an op is added: a program run many times, or built of batches whose rows
+        are checked as they are added, is read once (or never) at 56 bytes an op."""
+        if self._checked is None:
+            self._checked = validated(self.ops, len(self.site_names), len(self._blob))
+        return self._checked

@@ -12,7 +12,7 @@ import pytest
 from emu.studies.cli import main
 from emu.studies.trace_cmd import TracePages
 from emu.studies.scenarios import registry
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
+from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, COL_SRC, N_COLS, Op
 from isa.program import Program
 from memmodel.profile import load_profile
 
@@ -169,7 +169,7 @@ def map_trace_pages(ops, base, size_bytes, region="region", chunks=1):
     for part in np.array_split(np.arange(len(ops)), chunks):
         pages.add(ops[part])
     pages.place(base, size_bytes, region)
-    pages.remap_ops(ops)
+    ops[:] = pages.remapped(Program.from_array(ops)).ops
     return pages.pages
 
 
@@ -180,6 +180,7 @@ def test_map_trace_pages_keeps_offsets_order_and_spans(chunks):
     ops[:, COL_ADDR] = [0x1ffefff008, 0x401ffc, 0x1fff000010, 0x500000, 0, 0x403000]
     ops[:, COL_SIZE] = [8, 8, 8, 8192, 0, 4]
     ops[3, COL_SRC] = 0x1ffeffe100              # spans pages 0x1ffeffe..0x1fff000
+    ops[:, COL_DATA] = -1                       # a trace's stores carry no data
     base = 0x7000000
     # pages in address order: 401 402 (store straddles) 403 500 501 1ffeffe 1ffefff 1fff000
     assert map_trace_pages(ops, base, 1 << 30, chunks=chunks) == 8

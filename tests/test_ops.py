@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from isa import ops as isa_ops
-from isa._validate import WHY, Check
+from isa._validate import WHY, Check, validated
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -173,8 +173,9 @@ def test_the_run_loop_has_a_branch_for_every_op():
 
 def edited(p, col, value, row=0):
     """Program p with one operand of one op set by hand (as a raw op array could hold)."""
-    p.ops[row, col] = value
-    return p
+    ops = p.ops.copy()
+    ops[row, col] = value
+    return Program.from_array(ops, bytes(p._blob), p.site_names, check=False)
 
 
 def load_with(col, value):
@@ -224,6 +225,46 @@ def test_a_data_offset_near_the_int64_limit_is_beyond_the_blob():
         p = edited(Program().store(0, bytes(size)), COL_DATA, 2**63 - size)
         with pytest.raises(ProgramError, match="data beyond the data blob"):
             p.validate()
+
+
+def test_the_kept_answer_is_a_fresh_validation_of_the_ops():
+    """validate() keeps its answer until an op is added; batches add theirs to it as they
+    go. Whatever the builder did, it must equal the validator's on the ops as they are."""
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        p = Program()
+        for _ in range(rng.integers(1, 8)):
+            k = int(rng.integers(0, 6))
+            addrs = rng.integers(0, 1 << 30, int(rng.integers(0, 50)))
+            if k == 0:
+                p.loads(addrs, int(rng.choice([1, 8, 64])), dependent=bool(rng.integers(2)))
+            elif k == 1:
+                p.stores(addrs, int(rng.choice([4, 64])))
+            elif k == 2:
+                p.work(int(rng.integers(0, 100)))
+            elif k == 3:
+                p.store(int(addrs[0]) if len(addrs) else 0, b"x" * int(rng.integers(1, 65)))
+            elif k == 4:
+                p.extend(Program().loads(addrs, 64).site("s"))
+            else:
+                with p.guarded(1, 2):
+                    p.load(64)
+            if rng.integers(2):
+                p.validate()
+        kept = p.validate()
+        assert kept == validated(p.ops, len(p.site_names), len(p._blob)), trial
+
+
+def test_ops_are_read_only_and_a_raw_edit_is_validated():
+    p = Program().loads(np.arange(4) * 64)
+    with pytest.raises(ValueError, match="read-only"):
+        p.ops[0, COL_ADDR] = -64
+    ops = p.ops.copy()
+    ops[0, COL_ADDR] = -64
+    with pytest.raises(ProgramError, match="negative address"):
+        Program().extend(Program.from_array(ops, check=False)).validate()
+    with pytest.raises(ProgramError, match="52-bit"):
+        Program().loads([(1 << 52) - 8], 16)
 
 
 def test_unused_operands_are_not_checked():

@@ -134,12 +134,15 @@ class TracePages:
         k = np.searchsorted(self.first, page, side="right") - 1
         return self.base + (self.new_first[k] + page - self.first[k]) * PAGE_BYTES + a % PAGE_BYTES
 
-    def remap_ops(self, ops):
-        """Remap the addresses of an op array in place."""
+    def remapped(self, program):
+        """A trace chunk's `program` (ops only: no data, no sites) with its addresses mapped:
+        a new Program, validated."""
+        ops = program.ops.copy()
         kind = RANGE_KIND[ops[:, COL_OP]]
         dst, src = kind != RangeKind.NONE, kind == RangeKind.DST_SRC
         ops[dst, COL_ADDR] = self.remap(ops[dst, COL_ADDR])
         ops[src, COL_SRC] = self.remap(ops[src, COL_SRC])
+        return Program.from_array(ops, copy=False)
 
 
 def _region_list(regions):
@@ -197,10 +200,9 @@ def _poison(machine, args, pages):
 
 def _trace_chunk(args, machine, chunk, pages, poisoned):
     """Run one chunk of the trace (remapped with --map-trace); a fault names its line."""
-    if pages:
-        pages.remap_ops(chunk.program.ops)
+    program = pages.remapped(chunk.program) if pages else chunk.program
     try:
-        machine.run(chunk.program, drain=False)
+        machine.run(program, drain=False)
     except EmuFault as e:
         line = f"{args.file}:{chunk.line[e.op_index]}"
         if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
