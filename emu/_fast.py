@@ -95,6 +95,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
             break
         line = addr >> 6
+        fresh = line != ml0   # ml0: the line of the op before
         if line == ml0 and S[ix(tags + mb0)] == line:
             i0, b = ms0, mb0
         elif line == ml1 and S[ix(tags + mb1)] == line:
@@ -111,7 +112,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
             break
         if i + OPS_AHEAD < n:
             host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
-        if i + PF_AHEAD < n:
+        if fresh and i + PF_AHEAD < n:   # a new line here, a new one likely there
             host_prefetch_op(S, opf, i + PF_AHEAD)
         now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
                                         lseq + (op == Op.LOAD), rh, rc, rs)
