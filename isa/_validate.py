@@ -44,6 +44,7 @@ SIMPLE = np.array([ADDR_KIND[op] == AddrKind.ADDRESS and SIZE_RULE[op] == SizeRu
                    and IMM_KIND[op] in (ImmKind.NONE, ImmKind.SCALE, ImmKind.DATA)
                    for op in range(N_OPS)])
 
+
 class ProgramError(ValueError):
     """An op with operands the ISA does not allow."""
 
@@ -79,6 +80,13 @@ WHY = tuple(why for _, why in _CHECKS)
 
 
 @njit(cache=True, nogil=True)
+def range_units(n):
+    """The cost units of a range of n bytes: its cache lines, at most (one more for an
+    unaligned start). An op counts one unit more for itself (first_bad's cost[1])."""
+    return n // 64 + 2
+
+
+@njit(cache=True, nogil=True)
 def _fail(first, check, i):
     if first[check] < 0:
         first[check] = i
@@ -106,7 +114,7 @@ def first_bad(ops, n_sites, blob_len, first, cost):
                 0 <= addr <= PHYS_LIMIT - size and (IMM_KIND[op] != ImmKind.DATA or
                                                    ops[i, COL_DATA] < 0
                                                    or ops[i, COL_DATA] <= blob_len - size):
-            units += size // 64 + 2   # as below: n // 64 + 2 for n = size bytes
+            units += range_units(size)
             continue
         src = ops[i, COL_SRC]
         imm = ops[i, COL_IMM]
@@ -161,7 +169,7 @@ def first_bad(ops, n_sites, blob_len, first, cost):
             if addr > PHYS_LIMIT - min(n, PHYS_LIMIT) or n > PHYS_LIMIT or \
                     (copy and src > PHYS_LIMIT - min(n, PHYS_LIMIT)):
                 _fail(first, Check.PHYS, i)
-            units += (n // 64 + 2) * (2.0 if copy else 1.0)
+            units += range_units(n) * (2.0 if copy else 1.0)
     cost[0] = work
     cost[1] = units
     cost[3] = 1.0 if peer else 0.0

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa._validate import INDEXED_AND_MASKED, NO_OPS, ProgramError, validated
+from isa._validate import INDEXED_AND_MASKED, NO_OPS, ProgramError, range_units, validated
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -421,7 +421,7 @@ class Program:
         self._n += k
         if self._checked is not None:   # what validate() finds of these rows: no error
             work, units, fixups, peer = self._checked
-            self._checked = work, units + k * (size // 64 + 3), fixups, peer
+            self._checked = work, units + k * (1 + range_units(size)), fixups, peer
         return self
 
     def loads(self, addrs, size=8, dependent=False):
