@@ -43,6 +43,19 @@ def host_prefetch_op(S, opf, j):
                 cm.prefetch_set(S, lvl, line)
 
 
+@inlined
+def _load_tail(S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac, seq,
+               w_issue, lseq, rh, rc, rs, dmax):
+    """A load's issue, and its window entry until `ready`. Returns the scalars it changes."""
+    before = now
+    now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
+    if now != before:
+        w_issue += pl.waited(before, now, site_start)
+    now, rh, rc, rs, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, rops, ready, now,
+                                          seq, lseq, rh, rc, rs, dmax)
+    return now, frac, seq, w_issue, rh, rc, rs, dmax
+
+
 @compiled
 def plain_run(S, pt, frames, ops, data, i, n):
     """Execute ops i.. while they are plain loads and stores within one line that need no
@@ -134,13 +147,10 @@ def plain_run(S, pt, frames, ops, data, i, n):
             ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
                 S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
         if op == Op.LOAD:
-            before = now
-            now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
-            if now != before:
-                w_issue += pl.waited(before, now, site_start)
+            now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+                S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac, seq,
+                w_issue, lseq, rh, rc, rs, dmax)
             dep = ready
-            now, rh, rc, rs, dmax = pl.rob_push_v(S, rob, lb, rseq, rlseq, rdone, rops, ready,
-                                                  now, seq, lseq, rh, rc, rs, dmax)
             lseq += 1
         else:
             # t0: the cycle the store issued, before a miss's stall (pl.commit_at)
@@ -159,6 +169,39 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if b < 0 and functional and S[MS.PQ_COUNT]:   # a miss wrote a dirty victim back
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1
+        # the loads of this line after it, which L1 still holds: a loop with no call in it
+        if i < n and opf[ix(r + N_COLS + COL_OP)] == Op.LOAD and \
+                opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and ml0 == line and \
+                S[ix(tags + mb0)] == line and \
+                not S[ix(flg + mb0)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
+            b, i0 = mb0, ms0
+            ready_line = S[ix(rdy + b)]
+            while i < n:
+                r = i * N_COLS
+                flags = opf[ix(r + COL_FLAGS)]
+                addr = opf[ix(r + COL_ADDR)]
+                size = opf[ix(r + COL_SIZE)]
+                if opf[ix(r + COL_OP)] != Op.LOAD or flags & ~FLAG_DEPENDENT or \
+                        addr >> 6 != line or (addr & 63) + size > 64 or addr < lo or \
+                        addr + size > hi or (functional and i + 1 < n and
+                                             opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED):
+                    break
+                if i + OPS_AHEAD < n:
+                    host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
+                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                                lseq + 1, rh, rc, rs)
+                t0 = now
+                if flags and dep > t0:
+                    t0 = dep
+                stamp += 1
+                cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
+                ready = max(t0 + hit, ready_line)
+                now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+                    S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
+                    seq, w_issue, lseq, rh, rc, rs, dmax)
+                dep = ready
+                lseq += 1
+                i += 1
     if i == start:
         return i
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq

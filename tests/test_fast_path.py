@@ -18,13 +18,15 @@ SPAN = 1 << 16   # small enough that lines are reused and sets conflict
 @st.composite
 def programs(draw):
     """(ops as (kind, offset, size, arg) tuples): mostly plain loads and stores, which the
-    fast path takes, mixed with what makes it hand over (flags, line crossings, other ops)."""
+    fast path takes, some in runs of one line, mixed with what makes it hand over (flags,
+    line crossings, other ops)."""
     n = draw(st.integers(1, 120))
     ops = []
     for _ in range(n):
         kind = draw(st.sampled_from(
-            ["load"] * 6 + ["store"] * 5 + ["dep", "cross", "movnt", "clflush", "clwb",
-                                             "sfence", "mfence", "lfence", "copy", "work"]))
+            ["load"] * 6 + ["store"] * 5 + ["run"] * 3 +
+            ["dep", "cross", "movnt", "clflush", "clwb", "sfence", "mfence", "lfence", "copy",
+             "work"]))
         off = draw(st.integers(0, SPAN - 64)) // 8 * 8
         size = draw(st.sampled_from([1, 2, 4, 8]))
         ops.append((kind, off, size, draw(st.integers(0, 255))))
@@ -37,6 +39,10 @@ def build(ops, base):
         a = base + off
         if kind == "load":
             p.load(a, size)
+        elif kind == "run":   # loads of one line after each other (plain_run's inner loop)
+            for k in range(2 + arg % 9):
+                p.load((a & ~63) + (arg + 8 * k) % 64 // size * size, size,
+                       dependent=(arg >> k) & 1 == 1)
         elif kind == "dep":
             p.load(a, size, dependent=True)
         elif kind == "store":
