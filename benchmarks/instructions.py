@@ -20,6 +20,8 @@ Traces (emulator set-up of benchmarks/throughput.py, functional data off):
   lineseq  one load per line, sequential (every load misses every level)
   seq      sequential 8-byte loads (trace (a) of throughput.py)
   rand     uniform random 8-byte loads over 256 MiB (trace (b))
+  copy     trace (c): 16 KiB copies into a 4 MiB ring, a load and a store of 8 bytes per
+           word, functional data on (counted per op: a load or a store)
 """
 import argparse
 import json
@@ -34,11 +36,13 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-TRACES = ("l1hit", "lineseq", "seq", "rand")
+TRACES = ("l1hit", "lineseq", "seq", "rand", "copy")
 
 
 def trace(kind, n):
     from benchmarks import throughput as tb
+    if kind == "copy":
+        return copy_trace(n)[0]
     if kind == "l1hit":
         return (np.arange(n, dtype=np.int64) * 8) % 16384
     if kind == "lineseq":
@@ -50,12 +54,25 @@ def trace(kind, n):
     raise ValueError(f"unknown trace {kind!r}: one of {', '.join(TRACES)}")
 
 
+def copy_trace(n):
+    """(trace (c)'s first n ops (n // 2 words copied), the source's words)."""
+    from benchmarks import throughput as tb
+    src, dst, words = tb.copy_trace(1.0)
+    return tb.copy_ops(src[:n // 2], dst[:n // 2], words), words
+
+
 def child(kind, n, execute):
     from benchmarks import throughput as tb
     from isa.program import Program
     tb.emu_warmup()
-    m = tb.emu_machine(functional=False)
-    p = Program(capacity=max(n, 1)).loads(trace(kind, n), 8)
+    m = tb.emu_machine(functional=kind == "copy")
+    if kind == "copy":
+        ops, words = copy_trace(n)
+        p = Program.from_array(ops)
+        if execute:
+            m.write(tb.COPY_SRC, words)
+    else:
+        p = Program(capacity=max(n, 1)).loads(trace(kind, n), 8)
     if execute:
         m.run(p)
     else:
@@ -93,15 +110,16 @@ def main(argv=None):
     # hash randomisation and idle OpenBLAS threads change the processes' fixed work from run
     # to run; with both pinned, counts repeat exactly
     env = dict(os.environ, NUMBA_CPU_NAME="generic", PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
-    subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "l1hit", "1", "run"],
-                   env=env, check=True)   # compile (or load) the generic core outside valgrind
+    for k in kinds:   # compile (or load) the generic core outside valgrind, for every trace
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", k, "64", "run"],
+                       env=env, check=True)
     out = {}
     for k in kinds:
         full = callgrind(k, args.ops, True, env)
         build = callgrind(k, args.ops, False, env)
         out[k] = (full - build) / args.ops
         if not args.json:
-            print(f"{k:8s} {out[k]:8.0f} instructions per load", flush=True)
+            print(f"{k:8s} {out[k]:8.0f} instructions per op", flush=True)
     if args.json:
         print(json.dumps({"ops": args.ops, "instructions_per_op": out}, indent=2))
 

@@ -176,23 +176,29 @@ def emu_loads(addrs):
     return {"build_s": build.s, "setup_s": setup.s, "sim_s": sim.s, "levels": emu_stats(m)}
 
 
+def copy_ops(src, dst, src_words):
+    """The copy trace's op array: each source word loaded, then stored to its destination."""
+    from isa.ops import COL_ADDR, COL_DATA, COL_IMM, COL_OP, COL_SIZE, N_COLS, Op
+    ops = np.zeros((2 * len(src), N_COLS), dtype=np.int64)
+    ops[0::2, COL_OP] = int(Op.LOAD)
+    ops[0::2, COL_ADDR] = src
+    ops[1::2, COL_OP] = int(Op.STORE)
+    ops[1::2, COL_ADDR] = dst
+    ops[1::2, COL_IMM] = np.resize(src_words, len(dst))   # store the word just loaded
+    ops[:, COL_SIZE] = 8
+    ops[:, COL_DATA] = -1
+    return ops
+
+
 def emu_copy(src, dst, src_words, fast_forward=False):
     """The copy trace on the emulator; with fast_forward, one fill of the ring as a body run
     with Machine.run(repeat=fills) (emu.fastforward: the same result), the rest after it."""
-    from isa.ops import COL_ADDR, COL_DATA, COL_IMM, COL_OP, COL_SIZE, N_COLS, Op
     from isa.program import Program
     words = len(src_words)
     fill = 2 * words * (RING_BYTES // COPY_BYTES)   # ops of one pass over the ring
     fills = len(src) * 2 // fill if fast_forward else 0
     with Timer() as build:
-        ops = np.zeros((2 * len(src), N_COLS), dtype=np.int64)
-        ops[0::2, COL_OP] = int(Op.LOAD)
-        ops[0::2, COL_ADDR] = src
-        ops[1::2, COL_OP] = int(Op.STORE)
-        ops[1::2, COL_ADDR] = dst
-        ops[1::2, COL_IMM] = np.resize(src_words, len(dst))   # store the word just loaded
-        ops[:, COL_SIZE] = 8
-        ops[:, COL_DATA] = -1
+        ops = copy_ops(src, dst, src_words)
         body = Program.from_array(ops[:fill]) if fills else None
         p = Program.from_array(ops[fills * fill:])
         del ops
