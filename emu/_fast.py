@@ -108,7 +108,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
             break
         line = addr >> 6
-        fresh = line != ml0   # ml0: the line of the op before
+        fresh = line != ml0 and line != ml1   # neither of the two lines used last
         if line == ml0 and S[ix(tags + mb0)] == line:
             i0, b = ms0, mb0
         elif line == ml1 and S[ix(tags + mb1)] == line:
