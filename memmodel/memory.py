@@ -353,8 +353,9 @@ def write_imm(S, pt, frames, dst, imm, n):
 def imm_in(frames, fd, od, imm, first, k):
     """Bytes first.. first+k-1 of write_imm's bytes of imm at byte od of frame fd (within
     the page)."""
-    if first == 0 and k == 8 and od & 7 == 0:   # an aligned word: one 8-byte store (the
-        frames[fd].view(np.int64)[od >> 3] = imm   # host is little-endian)
+    if first == 0 and k == 8:   # a word: the compiler merges the 8 byte stores into one (a
+        for j in range(8):      # view of the frame as words cost about 50 cycles a store)
+            frames[fd, od + j] = (imm >> (8 * j)) & 0xFF
         return
     for j in range(k):
         i = first + j
