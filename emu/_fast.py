@@ -44,6 +44,20 @@ def host_prefetch_op(S, opf, j):
 
 
 @inlined
+def _load_checked(opf, r, i, n, flags, functional):
+    """Whether load i (row r, `flags`) takes the general path: flags beyond DEPENDENT, or
+    functional data read for the indexed op after it."""
+    return flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
+                                       and opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED)
+
+
+@inlined
+def _off_line(addr, size, lo, hi):
+    """Whether [addr, addr + size) crosses a line or leaves the region [lo, hi)."""
+    return (addr & 63) + size > 64 or addr < lo or addr + size > hi
+
+
+@inlined
 def _load_tail(S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac, seq,
                w_issue, lseq, rh, rc, rs, dmax):
     """A load's issue, and its window entry until `ready`. Returns the scalars it changes."""
@@ -100,12 +114,11 @@ def plain_run(S, pt, frames, ops, data, i, n):
         addr = opf[ix(r + COL_ADDR)]
         size = opf[ix(r + COL_SIZE)]
         if op == Op.LOAD:
-            if flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
-                                           and opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED):
+            if _load_checked(opf, r, i, n, flags, functional):
                 break
         elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
             break
-        if (addr & 63) + size > 64 or addr < lo or addr + size > hi:
+        if _off_line(addr, size, lo, hi):
             break
         line = addr >> 6
         fresh = line != ml0 and line != ml1   # neither of the two lines used last
@@ -181,10 +194,9 @@ def plain_run(S, pt, frames, ops, data, i, n):
                 flags = opf[ix(r + COL_FLAGS)]
                 addr = opf[ix(r + COL_ADDR)]
                 size = opf[ix(r + COL_SIZE)]
-                if opf[ix(r + COL_OP)] != Op.LOAD or flags & ~FLAG_DEPENDENT or \
-                        addr >> 6 != line or (addr & 63) + size > 64 or addr < lo or \
-                        addr + size > hi or (functional and i + 1 < n and
-                                             opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED):
+                if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != line or \
+                        _off_line(addr, size, lo, hi) or \
+                        _load_checked(opf, r, i, n, flags, functional):
                     break
                 if i + OPS_AHEAD < n:
                     host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))

@@ -354,7 +354,7 @@ def imm_in(frames, fd, od, imm, first, k):
     """Bytes first.. first+k-1 of write_imm's bytes of imm at byte od of frame fd (within
     the page)."""
     if first == 0 and k == 8:   # a word: the compiler merges the 8 byte stores into one (a
-        for j in range(8):      # view of the frame as words cost about 50 cycles a store)
+        for j in range(8):      # view of the frame as words makes an array every store)
             frames[fd, od + j] = (imm >> (8 * j)) & 0xFF
         return
     for j in range(k):
