@@ -183,9 +183,9 @@ def plain_run(S, pt, frames, ops, data, i, n):
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1
         # the loads of this line after it, which L1 still holds: a loop with no call in it
+        # (every path above leaves ml0 == line)
         if i < n and opf[ix(r + N_COLS + COL_OP)] == Op.LOAD and \
-                opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and ml0 == line and \
-                S[ix(tags + mb0)] == line and \
+                opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and S[ix(tags + mb0)] == line and \
                 not S[ix(flg + mb0)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
             b, i0 = mb0, ms0
             ready_line = S[ix(rdy + b)]
