@@ -40,7 +40,7 @@ INVALID = -1
 
 # l1_memo: the L1 block found last, a derived cache (not model state): valid while that
 # block still holds the line, which l1_find checks, so nothing else has to update it
-# (memmodel.layout.MEMO)
+# (memmodel.layout.MEMO; its REGION field, the region found last, is memmodel.memory's)
 # What a state hash leaves out: derived sections, and the derived columns of lv (LV.EMPTY
 # on), which the tags determine.
 DERIVED_SECTIONS = ("l1_memo",)
@@ -52,7 +52,7 @@ def add_sections(layout, levels):
     if len(levels) > LV_ROWS:
         raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
-    layout.add("l1_memo", 3)
+    layout.add("l1_memo", len(MEMO))
     layout.add("lv", (len(levels), N_LV))
     for name in ("tags", "repl", "ready", "flags"):
         layout.add(name, total)

@@ -43,9 +43,10 @@ class Block:
 
 
 # memmodel's fixed sections, read on every access at constant offsets (memmodel.cache):
-# the level table, a row per cache level, and the L1 block found last (a derived cache).
+# the level table, a row per cache level, and the L1 block and the region found last (a
+# derived cache).
 LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY RNG STAMP EMPTY INV")
-MEMO = fields("MEMO", "LINE SET BLOCK")
+MEMO = fields("MEMO", "LINE SET BLOCK REGION")
 LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 
 # memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media

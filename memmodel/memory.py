@@ -12,7 +12,7 @@ the core stops before the op that needs them, the facade grows `pt`/`frames` and
 import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MH, fields
+from memmodel.layout import L1_MEMO_AT, MEMO, MH, fields
 from memmodel.media import PERSISTENCE
 
 PAGE_BYTES = 4096
@@ -116,9 +116,15 @@ def n_regions(S):
 
 @inlined
 def find_region(S, addr):
-    """Index of the region holding `addr`, or -1 (binary search over sorted bases)."""
+    """Index of the region holding `addr`, or -1 (binary search over sorted bases). The
+    region found last is tried first (MEMO.REGION, a derived cache: a row that holds `addr`
+    is the region that does, whatever was mapped since, so nothing has to update it)."""
     o = S[MH.REG]
-    lo, hi = 0, n_regions(S)
+    n = n_regions(S)
+    r = S[L1_MEMO_AT + MEMO.REGION]
+    if r < n and S[ix(o + r * N_RG + RG.BASE)] <= addr < S[ix(o + r * N_RG + RG.END)]:
+        return r
+    lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) >> 1
         if S[ix(o + mid * N_RG + RG.BASE)] <= addr:
@@ -127,6 +133,7 @@ def find_region(S, addr):
             hi = mid
     r = lo - 1
     if r >= 0 and addr < S[ix(o + r * N_RG + RG.END)]:
+        S[L1_MEMO_AT + MEMO.REGION] = r
         return r
     return -1
 

@@ -60,3 +60,23 @@ def test_good_regions_build_the_memory_map():
     assert m.run(Program().load(16 * MIB + 64)).ops == 1
     with pytest.raises(PrivilegeFault):
         m.run(Program().load(64))
+
+
+def test_region_lookup_matches_the_memory_map_in_any_order():
+    """memory.find_region tries the region found last first: whatever the order of the
+    addresses (runs in one region, jumps, gaps, beyond the map), it answers as a search of
+    the map written here does."""
+    import numpy as np
+
+    from memmodel import memory as mm
+    regions = GOOD + [dict(name="far", base=32 * MIB, size_bytes=MIB, media="dram", node=0),
+                      dict(name="top", base=64 * MIB, size_bytes=16 * MIB, media="dram", node=0)]
+    m = Machine("skylake-ddr4", regions=regions)
+    spans = sorted((r["base"], r["base"] + r["size_bytes"]) for r in regions)
+    rng = np.random.default_rng(3)
+    addrs = list(rng.integers(0, 96 * MIB, 400))
+    addrs += [16 * MIB - 1, 16 * MIB, 17 * MIB - 1, 17 * MIB, 32 * MIB, 80 * MIB, 80 * MIB - 1]
+    addrs += [a + k for a in addrs[:50] for k in (0, 8, 4096)]   # runs within a region
+    for a in addrs:
+        want = next((i for i, (lo, hi) in enumerate(spans) if lo <= a < hi), -1)
+        assert mm.find_region(m.S, np.int64(a)) == want, hex(a)
