@@ -88,13 +88,19 @@ def hit_cycles(S, lvl):
 
 
 @inlined
+def counters_at(S, lvl):
+    """Offset in S of level `lvl`'s counters (ccnt[lvl, :])."""
+    return S[MH.CCNT] + lvl * N_COUNTERS
+
+
+@inlined
 def count(S, lvl, counter, n):
-    S[ix(S[MH.CCNT] + lvl * N_COUNTERS + counter)] += n
+    S[ix(counters_at(S, lvl) + counter)] += n
 
 
 @inlined
 def counter(S, lvl, c):
-    return S[ix(S[MH.CCNT] + lvl * N_COUNTERS + c)]
+    return S[ix(counters_at(S, lvl) + c)]
 
 
 @inlined
@@ -245,39 +251,45 @@ def ways(S, lvl):
 
 
 @inlined
-def _victim_way(S, lvl, i0):
-    o = LV_AT + lvl * N_LV
-    ways = S[ix(o + LV.WAYS)]
+def _victim_way(S, o, r0, t, ways, policy):
+    """The way a fill of the set takes (tags at S[t], replacement state at S[r0]) at the
+    level whose lv row is at S[o]: an invalid way while the level has any, else the
+    policy's victim."""
     if S[ix(o + LV.EMPTY)] > 0:
-        w = _first_way(S, S[MH.TAGS] + i0, ways, INVALID)
+        w = _first_way(S, t, ways, INVALID)
         if w >= 0:
             return w
-    return policies.victim(S, S[ix(o + LV.POLICY)], S[MH.REPL] + i0, ways, o + LV.RNG)
+    return policies.victim(S, policy, r0, ways, o + LV.RNG)
 
 
 @inlined
 def fill(S, lvl, i0, line, at, flg):
     """Install `line` in its set at `lvl`, starting at block `i0` (it must not be present),
     with data ready at cycle `at` and flags `flg`. Returns (block index, evicted line or
-    INVALID, whether it was dirty)."""
-    way = _victim_way(S, lvl, i0)
-    b = i0 + way
-    old = S[ix(S[MH.TAGS] + b)]
-    old_dirty = S[ix(S[MH.FLAGS] + b)] & F_DIRTY
-    if old != INVALID:
-        count(S, lvl, CC.EVICTIONS, 1)
-        if old_dirty:
-            count(S, lvl, CC.DIRTY_WRITEBACKS, 1)
-    else:
-        S[ix(LV_AT + lvl * N_LV + LV.EMPTY)] -= 1
-    S[ix(S[MH.TAGS] + b)] = line
-    S[ix(S[MH.FLAGS] + b)] = flg
-    S[ix(S[MH.READY] + b)] = at
-    count(S, lvl, CC.FILLS, 1)
+    INVALID, whether it was dirty). The level's fields and the sections' offsets are read
+    once: the compiler cannot tell that the stores into S between their uses leave them."""
     o = LV_AT + lvl * N_LV
-    S[ix(o + LV.STAMP)] += 1
-    policies.on_fill(S, S[ix(o + LV.POLICY)], S[MH.REPL] + i0, S[ix(o + LV.WAYS)], way,
-                     S[ix(o + LV.STAMP)])
+    ways, policy = S[ix(o + LV.WAYS)], S[ix(o + LV.POLICY)]
+    r0, t = S[MH.REPL] + i0, S[MH.TAGS] + i0
+    way = _victim_way(S, o, r0, t, ways, policy)
+    b = i0 + way
+    fb = S[MH.FLAGS] + b
+    c = counters_at(S, lvl)
+    old = S[ix(t + way)]
+    old_dirty = S[ix(fb)] & F_DIRTY
+    if old != INVALID:
+        S[ix(c + CC.EVICTIONS)] += 1
+        if old_dirty:
+            S[ix(c + CC.DIRTY_WRITEBACKS)] += 1
+    else:
+        S[ix(o + LV.EMPTY)] -= 1
+    S[ix(t + way)] = line
+    S[ix(fb)] = flg
+    S[ix(S[MH.READY] + b)] = at
+    S[ix(c + CC.FILLS)] += 1
+    stamp = S[ix(o + LV.STAMP)] + 1
+    S[ix(o + LV.STAMP)] = stamp
+    policies.on_fill(S, policy, r0, ways, way, stamp)
     return b, old, old_dirty
 
 
