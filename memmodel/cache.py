@@ -54,8 +54,8 @@ def add_sections(layout, levels):
     total = sum(lv["size_bytes"] // 64 for lv in levels)
     layout.add("l1_memo", len(MEMO))
     layout.add("lv", (len(levels), N_LV))
-    for name in ("tags", "repl", "ready", "flags"):
-        layout.add(name, total)
+    for name in ("tags", "repl", "ready", "flags"):   # a set of 8 ways is one host line
+        layout.add(name, total, on_line=True)
     layout.add("ccnt", (len(levels), N_COUNTERS))
 
 
@@ -166,16 +166,16 @@ def l1_find(S, line):
 
 @inlined
 def _prefetch_ways(S, a, ways):
-    """Host-cache hints for S[a:a + ways]. Up to 16 ways span at most three host lines, which
-    hold the first, the middle and the last of them: three hints and no loop (a set's
-    prefetch runs for most ops; a loop over the arrays cost about 28 instructions more a
-    level: benchmarks/instructions.py, lineseq, 1479 against 1422 a load)."""
+    """Host-cache hints for S[a:a + ways]. The sections start a host line (8 ways) and the
+    profiles' levels hold sets of 8 or 16 ways from block 0, so a set lies in the host
+    lines of its first and its last way: two hints and no loop (a set's prefetch runs for
+    most ops; a loop over the arrays cost about 28 instructions more a level:
+    benchmarks/instructions.py, lineseq, 1479 against 1422 a load)."""
     if ways <= 16:
         host_prefetch(S, a)
-        host_prefetch(S, a + (ways >> 1))
         host_prefetch(S, a + ways - 1)
     else:
-        for w in range(0, ways + 7, 8):   # a host line holds 8 ways
+        for w in range(0, ways + 7, 8):
             host_prefetch(S, a + min(w, ways - 1))
 
 

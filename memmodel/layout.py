@@ -80,6 +80,18 @@ MT = fields("MT", _MT, start=MM.at("mt"))
 MS = fields("MS", _MS, start=MM.at("ms"))
 
 
+LINE_WORDS = 8   # int64 words in a host cache line
+
+
+def _zeros_on_line(n):
+    """n int64 zeros, the first at the start of a host cache line (numpy aligns to 16
+    bytes): only the host's speed depends on it, so a copy of S that is not aligned runs
+    the same."""
+    buf = np.zeros(n + LINE_WORDS, dtype=np.int64)
+    k = (-buf.ctypes.data // 8) % LINE_WORDS
+    return buf[k:k + n]
+
+
 class Layout:
     """Named sections of S over `blocks` (memmodel's, then emu's); `build()` allocates S and
     writes the header."""
@@ -87,6 +99,7 @@ class Layout:
     def __init__(self, *blocks):
         self.blocks = blocks
         self.shapes = {}
+        self.on_line = set()
 
     def _block_of(self, name):
         for b in self.blocks:
@@ -94,12 +107,16 @@ class Layout:
                 return b
         raise KeyError(f"unknown state section {name!r}")
 
-    def add(self, name, shape):
+    def add(self, name, shape, on_line=False):
+        """Declare section `name` of `shape`; `on_line`: it starts a host cache line (its
+        rows of 8 words then lie one to a line: memmodel.cache's sets)."""
         b = self._block_of(name)
         shape = tuple(int(x) for x in np.atleast_1d(shape))
         if name in b.fixed and int(np.prod(shape)) > b.fixed[name][1]:
             raise ValueError(f"state section {name!r} holds at most {b.fixed[name][1]} fields")
         self.shapes[name] = shape
+        if on_line:
+            self.on_line.add(name)
 
     def build(self):
         offsets = {}
@@ -108,9 +125,11 @@ class Layout:
             for name, (at, _) in b.fixed.items():
                 offsets[name] = at
             for name in b.slots:
+                if name in self.on_line:
+                    pos += -pos % LINE_WORDS
                 offsets[name] = pos
                 pos += int(np.prod(self.shapes.get(name, (0,))))
-        S = np.zeros(pos, dtype=np.int64)
+        S = _zeros_on_line(pos)
         for b in self.blocks:
             for name, slot in b.slots.items():
                 S[slot] = offsets[name]
