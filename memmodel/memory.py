@@ -120,11 +120,11 @@ def find_region(S, addr):
     region found last is tried first (MEMO.REGION, a derived cache: a row that holds `addr`
     is the region that does, whatever was mapped since, so nothing has to update it)."""
     o = S[MH.REG]
-    n = n_regions(S)
     r = S[L1_MEMO_AT + MEMO.REGION]
-    if r < n and S[ix(o + r * N_RG + RG.BASE)] <= addr < S[ix(o + r * N_RG + RG.END)]:
+    row = o + r * N_RG   # a row of the table (which chunk_dir follows): no division for n
+    if row < S[MH.CHUNK_DIR] and S[ix(row + RG.BASE)] <= addr < S[ix(row + RG.END)]:
         return r
-    lo, hi = 0, n
+    lo, hi = 0, n_regions(S)
     while lo < hi:
         mid = (lo + hi) >> 1
         if S[ix(o + mid * N_RG + RG.BASE)] <= addr:
