@@ -99,8 +99,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
     stamp = S[cm.LV_AT + cm.LV.STAMP]
     # the two L1 blocks used last (a copy alternates between a source and a destination
     # line), each valid while its block still holds its line
-    ml0, ms0, mb0 = S[cm.L1_MEMO_AT + cm.MEMO.LINE], S[cm.L1_MEMO_AT + cm.MEMO.SET], \
-        S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
+    ml0, ms0, mb0 = S[cm.MEMO_AT + cm.MEMO.LINE], S[cm.MEMO_AT + cm.MEMO.SET], \
+        S[cm.MEMO_AT + cm.MEMO.BLOCK]
     ml1, ms1, mb1 = -1, 0, 0
     start, now0, lseq0 = i, now, lseq
     misses0 = cm.counter(S, 0, cm.CC.LOAD_MISSES), cm.counter(S, 0, cm.CC.STORE_MISSES)
@@ -157,8 +157,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
             w_lfb += pl.waited(now, wait, site_start)
             now, stamp = max(now, wait), S[cm.LV_AT + cm.LV.STAMP]
             ml1, ms1, mb1 = ml0, ms0, mb0
-            ml0, ms0, mb0 = line, S[cm.L1_MEMO_AT + cm.MEMO.SET], \
-                S[cm.L1_MEMO_AT + cm.MEMO.BLOCK]
+            ml0, ms0, mb0 = line, S[cm.MEMO_AT + cm.MEMO.SET], \
+                S[cm.MEMO_AT + cm.MEMO.BLOCK]
         if op == Op.LOAD:
             now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
                 S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac, seq,

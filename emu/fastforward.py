@@ -32,7 +32,7 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel._hotlines import HL
 from memmodel.cache import N_LV
-from memmodel.layout import L1_MEMO_AT, LV, LV_AT, MEMO, MS
+from memmodel.layout import LV, LV_AT, MEMO, MEMO_AT, MS
 from memmodel.policies import packed, permutable
 from memmodel.prefetch import stream
 
@@ -205,7 +205,7 @@ def _ways(lay, a, b):
         moved = np.flatnonzero(M != np.arange(len(M)))   # the words the map moves
         a[o + moved] = a0[o + M[moved]]
     _renamed(lay, a, P)
-    memo = L1_MEMO_AT + MEMO.BLOCK
+    memo = MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         a[memo] = np.flatnonzero(P == a[memo])[0]
     return a, maps
@@ -336,7 +336,7 @@ def apply(m, lay, plan, k):
             powers[o] = rp
             S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
     _renamed(lay, S, powers[lay.blocks["tags"]])
-    memo = L1_MEMO_AT + MEMO.BLOCK
+    memo = MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         S[memo] = np.flatnonzero(powers[lay.blocks["tags"]] == S[memo])[0]
     S[lay.counter] += k * plan["counts"]

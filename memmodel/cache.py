@@ -8,7 +8,7 @@ install), invalidate.
 import numpy as np
 
 from memmodel.jit import host_prefetch, inlined, ix, reciprocal_bits, remainder
-from memmodel.layout import L1_MEMO_AT, LV, LV_AT, LV_ROWS, MEMO, MH, fields
+from memmodel.layout import LV, LV_AT, LV_ROWS, MEMO, MEMO_AT, MH, fields
 from memmodel.policies import level_policy, packed
 from memmodel.policies.lru import first_order
 from memmodel.policies import _dispatch as policies
@@ -38,12 +38,12 @@ N_COUNTERS = len(CC)
 
 INVALID = -1
 
-# l1_memo: the L1 block found last, a derived cache (not model state): valid while that
-# block still holds the line, which l1_find checks, so nothing else has to update it
-# (memmodel.layout.MEMO; its REGION field, the region found last, is memmodel.memory's)
+# memo: derived caches (not model state) of what was found last: the L1 block, valid while
+# it still holds the line, which l1_find checks, so nothing else has to update it; the
+# region (MEMO.REGION, memmodel.memory's), checked the same way (memmodel.layout.MEMO)
 # What a state hash leaves out: derived sections, and the derived columns of lv (LV.EMPTY
 # on), which the tags determine.
-DERIVED_SECTIONS = ("l1_memo",)
+DERIVED_SECTIONS = ("memo",)
 DERIVED_COLUMNS = {"lv": LV.EMPTY}
 
 
@@ -52,7 +52,7 @@ def add_sections(layout, levels):
     if len(levels) > LV_ROWS:
         raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
-    layout.add("l1_memo", len(MEMO))
+    layout.add("memo", len(MEMO))
     layout.add("lv", (len(levels), N_LV))
     for name in ("tags", "repl", "ready", "flags"):   # a set of 8 ways is one host line
         layout.add(name, total, on_line=True)
@@ -145,18 +145,18 @@ def lookup(S, lvl, line):
 
 @inlined
 def remember_l1(S, line, i0, b):
-    S[L1_MEMO_AT + MEMO.LINE] = line
-    S[L1_MEMO_AT + MEMO.SET] = i0
-    S[L1_MEMO_AT + MEMO.BLOCK] = b
+    S[MEMO_AT + MEMO.LINE] = line
+    S[MEMO_AT + MEMO.SET] = i0
+    S[MEMO_AT + MEMO.BLOCK] = b
 
 
 @inlined
 def l1_find(S, line):
     """(first block of `line`'s L1 set, block holding it or -1). Consecutive accesses to
     one line (sequential 8-byte loads: 8 a line) skip the set index and the way scan."""
-    b = S[L1_MEMO_AT + MEMO.BLOCK]
-    if S[L1_MEMO_AT + MEMO.LINE] == line and S[ix(S[MH.TAGS] + b)] == line:
-        return S[L1_MEMO_AT + MEMO.SET], b
+    b = S[MEMO_AT + MEMO.BLOCK]
+    if S[MEMO_AT + MEMO.LINE] == line and S[ix(S[MH.TAGS] + b)] == line:
+        return S[MEMO_AT + MEMO.SET], b
     i0 = set_start(S, 0, line)
     b = find(S, 0, i0, line)
     if b >= 0:

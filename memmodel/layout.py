@@ -72,9 +72,9 @@ _MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG 
 _MS = ("MEM_STAMP SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
        "MEDIA_READS MEDIA_WRITES L1D_STORE_MISSES LLC_STORE_MISSES L1D_PENDING LLC_PENDING "
        "L1D_MISS_END LLC_MISS_END TAG HOT_USED HOT_DROPPED")
-MM = Block(MH, (("l1_memo", len(MEMO)), ("lv", LV_ROWS * len(LV)), ("mt", len(_MT.split())),
+MM = Block(MH, (("memo", len(MEMO)), ("lv", LV_ROWS * len(LV)), ("mt", len(_MT.split())),
                 ("ms", len(_MS.split()))))
-L1_MEMO_AT = MM.at("l1_memo")
+MEMO_AT = MM.at("memo")
 LV_AT = MM.at("lv")
 MT = fields("MT", _MT, start=MM.at("mt"))
 MS = fields("MS", _MS, start=MM.at("ms"))

@@ -12,7 +12,7 @@ the core stops before the op that needs them, the facade grows `pt`/`frames` and
 import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import L1_MEMO_AT, MEMO, MH, fields
+from memmodel.layout import MEMO, MEMO_AT, MH, fields
 from memmodel.media import PERSISTENCE
 
 PAGE_BYTES = 4096
@@ -120,7 +120,7 @@ def find_region(S, addr):
     region found last is tried first (MEMO.REGION, a derived cache: a row that holds `addr`
     is the region that does, whatever was mapped since, so nothing has to update it)."""
     o = S[MH.REG]
-    r = S[L1_MEMO_AT + MEMO.REGION]
+    r = S[MEMO_AT + MEMO.REGION]
     row = o + r * N_RG   # a row of the table (which chunk_dir follows): no division for n
     if row < S[MH.CHUNK_DIR] and S[ix(row + RG.BASE)] <= addr < S[ix(row + RG.END)]:
         return r
@@ -133,7 +133,7 @@ def find_region(S, addr):
             hi = mid
     r = lo - 1
     if r >= 0 and addr < S[ix(o + r * N_RG + RG.END)]:
-        S[L1_MEMO_AT + MEMO.REGION] = r
+        S[MEMO_AT + MEMO.REGION] = r
         return r
     return -1
 
