@@ -178,7 +178,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
             if functional:   # the store is in page page_ok: its frame, looked up once
                 if fr_ok < 0:
                     fr_ok = mm.frame_of(S, pt, page_ok << 12)
-                hd.store_data_in(frames, fr_ok, ops, data, i, addr, size)
+                hd.store_data_in(frames, fr_ok, opf, r, data, addr, size)
         if b < 0 and functional and S[MS.PQ_COUNT]:   # a miss wrote a dirty victim back
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1

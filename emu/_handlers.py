@@ -12,7 +12,7 @@ from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD, K_STORE
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_FENCED, PK_NOW
-from memmodel.jit import compiled, inlined
+from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MS, MT
 
 
@@ -92,13 +92,15 @@ def store_data(S, pt, frames, ops, data, i, addr, size):
 
 
 @inlined
-def store_data_in(frames, fd, ops, data, i, addr, size):
-    """store_data of a store within one page, whose frame fd the caller knows."""
+def store_data_in(frames, fd, opf, r, data, addr, size):
+    """store_data of a store within one page, whose frame fd the caller knows; `opf`: the
+    op array flat, the store's row at r (a constant stride, no multiply by a loaded one)."""
     od = addr & (mm.PAGE_BYTES - 1)
-    if ops[i, COL_DATA] >= 0:
-        mm.bytes_in(frames, fd, od, data, ops[i, COL_DATA], size)
+    at = opf[ix(r + COL_DATA)]
+    if at >= 0:
+        mm.bytes_in(frames, fd, od, data, at, size)
     else:
-        mm.imm_in(frames, fd, od, ops[i, COL_IMM], 0, size)
+        mm.imm_in(frames, fd, od, opf[ix(r + COL_IMM)], 0, size)
 
 
 @inlined
