@@ -15,6 +15,7 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_DEPENDENT,
     FLAG_EXTABLE,
     FLAG_INDEXED,
     FLAG_MASKED,
@@ -38,11 +39,13 @@ from isa.ops import (
 MAX_SCALE = 4096
 
 # Ops whose only checks, without flags, are the size (1..64), the address range and a data
-# offset: plain loads and stores, most of any trace, take first_bad's short path.
+# offset: plain loads and stores, most of any trace, take first_bad's short path, and so do
+# they with FLAG_DEPENDENT where allowed (a pointer chase's loads): it has no rule of its own.
 SIMPLE = np.array([ADDR_KIND[op] == AddrKind.ADDRESS and SIZE_RULE[op] == SizeRule.UP_TO_LINE
                    and RANGE_KIND[op] == RangeKind.BYTES
                    and IMM_KIND[op] in (ImmKind.NONE, ImmKind.SCALE, ImmKind.DATA)
                    for op in range(N_OPS)])
+SIMPLE_FLAGS = np.array([ALLOWED_FLAGS[op] & FLAG_DEPENDENT for op in range(N_OPS)])
 
 
 class ProgramError(ValueError):
@@ -110,7 +113,7 @@ def first_bad(ops, n_sites, blob_len, first, cost):
         addr = ops[i, COL_ADDR]
         size = ops[i, COL_SIZE]
         peer |= PEER[op] != 0
-        if SIMPLE[op] and ops[i, COL_FLAGS] == 0 and 1 <= size <= 64 and \
+        if SIMPLE[op] and ops[i, COL_FLAGS] & ~SIMPLE_FLAGS[op] == 0 and 1 <= size <= 64 and \
                 0 <= addr <= PHYS_LIMIT - size and (IMM_KIND[op] != ImmKind.DATA or
                                                    ops[i, COL_DATA] < 0
                                                    or ops[i, COL_DATA] <= blob_len - size):
