@@ -5,21 +5,19 @@ from numba import njit
 
 from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, COL_SRC
 
-# The rows of put_rows' `values`, in order.
-COLUMNS = (COL_OP, COL_ADDR, COL_SIZE, COL_IMM, COL_FLAGS)
-
 
 @njit(cache=True, nogil=True)
-def put_rows(ops, place, values):
-    """ops[place[i]] = op i of `values` (one row per column of COLUMNS), with no source
-    operand and no data. `place` must be a permutation of ops' row indices: nothing here
-    checks the bounds."""
+def put_rows(ops, place, op, addr, size, imm, flags):
+    """ops[place[i]] = op i of the columns op, addr, size, imm and flags, with no source
+    operand and no data; a column of one value is that value in every row. `place` must
+    hold indices of ops' rows and each column one value or len(place): nothing here checks
+    the bounds."""
     for i in range(len(place)):
         r = place[i]
-        ops[r, COL_OP] = values[0, i]
-        ops[r, COL_ADDR] = values[1, i]
-        ops[r, COL_SIZE] = values[2, i]
+        ops[r, COL_OP] = op[i if len(op) > 1 else 0]
+        ops[r, COL_ADDR] = addr[i if len(addr) > 1 else 0]
+        ops[r, COL_SIZE] = size[i if len(size) > 1 else 0]
         ops[r, COL_SRC] = 0
         ops[r, COL_DATA] = -1
-        ops[r, COL_IMM] = values[3, i]
-        ops[r, COL_FLAGS] = values[4, i]
+        ops[r, COL_IMM] = imm[i if len(imm) > 1 else 0]
+        ops[r, COL_FLAGS] = flags[i if len(flags) > 1 else 0]

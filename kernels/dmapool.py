@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa._rows import COLUMNS, put_rows
+from isa._rows import put_rows
 from isa.ops import N_COLS, Op
 from isa.ops import FLAG_DEPENDENT as DEP
 from isa.program import Program
@@ -124,7 +124,8 @@ class _Rows:
     def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
         event = np.asarray(event, dtype=np.int64)
         self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
-        self.parts.append((op, addr, size, imm, flags))
+        self.parts.append([np.ravel(np.asarray(v, dtype=np.int64))
+                           for v in (op, addr, size, imm, flags)])
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
@@ -137,21 +138,16 @@ class _Rows:
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
-        The parts' columns are laid end to end and each row goes straight to its place in
-        one compiled pass (numpy's row scatter through blocks of rows took 55 ns a row);
-        Machine.run validates them."""
+        Each part's rows go straight to their places in a compiled pass (numpy's row
+        scatter through blocks of rows took 55 ns a row); Machine.run validates them."""
         keys = np.concatenate(self.keys)
-        n = len(keys)
-        place = np.empty(n, dtype=np.int64)
-        place[np.argsort(keys, kind="stable")] = np.arange(n)
-        values = np.empty((len(COLUMNS), n), dtype=np.int64)
+        place = np.empty(len(keys), dtype=np.int64)
+        place[np.argsort(keys, kind="stable")] = np.arange(len(keys))
+        ops = memory.take(len(keys)) if memory else np.empty((len(keys), N_COLS), np.int64)
         at = 0
         for key, part in zip(self.keys, self.parts):
-            for row, v in zip(values, part):
-                row[at:at + len(key)] = v
+            put_rows(ops, place[at:at + len(key)], *part)
             at += len(key)
-        ops = memory.take(n) if memory else np.empty((n, N_COLS), np.int64)
-        put_rows(ops, place, values)
         return Program.from_array(ops, site_names=SITES, copy=False, check=False)
 
 
