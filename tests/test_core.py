@@ -250,12 +250,14 @@ def test_dirty_victim_is_written_back_to_memory():
 
 # ------------------------------------------------------------------ determinism
 def test_same_program_profile_and_seed_give_identical_results():
+    # a 64 KiB L2 under a 256 KiB footprint: the random victims decide which lines hit
     def go(seed):
-        m = machine(extra={"cache.l2.policy": "random"}, seed=seed)
+        m = machine(extra={"cache.l2.policy": "random", "cache.l2.size_bytes": 65536},
+                    seed=seed)
         rng = np.random.default_rng(7)
         p = Program()
-        p.loads(rng.integers(0, 1 << 24, 20000) // 8 * 8)
-        p.stores(rng.integers(0, 1 << 24, 5000) // 8 * 8)
+        p.loads(rng.integers(0, 1 << 18, 2000) // 8 * 8)
+        p.stores(rng.integers(0, 1 << 18, 500) // 8 * 8)
         r = m.run(p)
         return r.cycles, m.stats()
     assert go(3) == go(3)

@@ -61,12 +61,10 @@ def test_map_trace_over_chunks_equals_one_mapping(tmp_path, capsys):
     assert got["levels"]["l1d"]["misses"] == m.stats()["levels"]["l1d"]["misses"]
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
-def test_a_20m_line_trace_runs_in_bounded_memory(tmp_path):
-    """20M din accesses through `emu trace` (timing only): peak memory stays that of a small
-    run, and every line became an op."""
-    f = tmp_path / "big.din"
-    write_din_lines(f, 20, addr_bits=28)
+def _trace_run_peak(tmp_path, blocks):
+    """(ops, peak RSS in MiB) of `emu trace` (timing only) over `blocks` M din accesses."""
+    f = tmp_path / f"big{blocks}.din"
+    write_din_lines(f, blocks, addr_bits=28)
     code = textwrap.dedent(f"""
         import json, sys
         from emu.studies.cli import main
@@ -79,9 +77,19 @@ def test_a_20m_line_trace_runs_in_bounded_memory(tmp_path):
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    ops, mib = map(int, r.stdout.split())
-    assert ops == 20 << 20
-    assert mib < 700, f"peak RSS {mib} MiB"
+    f.unlink()
+    return tuple(map(int, r.stdout.split()))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_a_trace_runs_in_memory_that_does_not_grow_with_its_length(tmp_path):
+    """2M and 8M din accesses through `emu trace`: every line became an op, and the longer
+    trace's peak memory is the shorter one's (its 6M more ops held at once would be 336 MiB
+    of op rows alone)."""
+    (ops_2m, mib_2m), (ops_8m, mib_8m) = (_trace_run_peak(tmp_path, b) for b in (2, 8))
+    assert (ops_2m, ops_8m) == (2 << 20, 8 << 20)
+    assert mib_8m - mib_2m < 48, f"peak RSS {mib_2m} MiB at 2M lines, {mib_8m} MiB at 8M"
+    assert mib_8m < 700, f"peak RSS {mib_8m} MiB"
 
 
 # -- bad input: exit 2, `emu: error:`, nothing on stdout, no traceback -------------------------
