@@ -176,7 +176,8 @@ def _order(ka, kb):
 
 def _ways(lay, a, b):
     """(a with each cache set's ways and the stream table's rows in b's order, {region
-    offset: word map P: b's word j of the region holds what a's word P[j] held}), or None
+    offset: (word map P: b's word j of the region holds what a's word P[j] held, the words
+    j with P[j] != j)}), or None
     where a set's lines or the table's pages differ. Sets of a level without a stamp per
     way keep their order."""
     tags = lay.blocks["tags"]
@@ -201,14 +202,18 @@ def _ways(lay, a, b):
     maps[off] = Q
     a0, a = a, lay.scratch
     np.copyto(a, a0)
+    moved = {}   # each map's moved words (the words it does not leave in place), once a map
+    for M in maps.values():
+        if id(M) not in moved:
+            moved[id(M)] = np.flatnonzero(M != np.arange(len(M)))
     for o, M in maps.items():
-        moved = np.flatnonzero(M != np.arange(len(M)))   # the words the map moves
-        a[o + moved] = a0[o + M[moved]]
+        w = moved[id(M)]
+        a[o + w] = a0[o + M[w]]
     _renamed(lay, a, P)
     memo = MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
         a[memo] = np.flatnonzero(P == a[memo])[0]
-    return a, maps
+    return a, {o: (M, moved[id(M)]) for o, M in maps.items()}
 
 
 def _renamed(lay, S, P):
@@ -293,48 +298,51 @@ def match(lay, a, b, mem_a, mem_b):
             "counts": b[lay.counter] - a[lay.counter], "maps": maps}
 
 
-def _power(P, cs, k):
-    """(P', [c', ...]) of k applications of x -> x[P] + c, for each c of cs (one word map
-    shared by several sections: its powers once). A word P leaves in place only adds k x c;
-    the squaring runs on the words P moves (a set P maps onto itself), few of a cache's."""
-    rp, rcs = np.arange(len(P)), [k * c for c in cs]
-    moved = np.flatnonzero(P != rp)
-    Q = np.searchsorted(moved, P[moved])   # P on the moved words, in their own numbering
-    qp, qcs = np.arange(len(moved)), [np.zeros(len(moved), dtype=c.dtype) for c in cs]
-    cs = [c[moved] for c in cs]
+def _power(Q, cs, k):
+    """(Q', [c', ...]) of k applications of x -> x[Q] + c, for each c of cs (one word map
+    shared by several sections: its powers once), by squaring."""
+    qp, qcs = np.arange(len(Q)), [np.zeros(len(Q), dtype=np.int64) for _ in cs]
     while k:
         if k & 1:
             qp, qcs = qp[Q], [qc[Q] + c for qc, c in zip(qcs, cs)]
         Q, cs = Q[Q], [c[Q] + c for c in cs]
         k >>= 1
-    rp[moved] = moved[qp]
-    for rc, qc in zip(rcs, qcs):
-        rc[moved] = qc
-    return rp, rcs
+    return qp, qcs
 
 
 def apply(m, lay, plan, k):
     """Move machine m by k periods of `plan`."""
     S = m.S
     maps = plan["maps"]
-    adds = {o: np.zeros(len(M), dtype=np.int64) for o, M in maps.items()}
+    adds = {o: [] for o in maps}   # per region: (words, advance) of its moving clock values
     for (clock, _), idx in plan["moving"].items():
         d = plan["adv"].get(clock, 0)
         inside = lay.in_block[idx]   # these move with their ways or rows: below
-        for o, add in adds.items():
-            sel = idx[inside & (idx >= o) & (idx < o + len(add))]
-            add[sel - o] = d
+        for o, (M, _) in maps.items():
+            adds[o].append((idx[inside & (idx >= o) & (idx < o + len(M))] - o, d))
         S[idx[~inside]] += k * d
+    # Only the words a map moves are permuted (a cache's few); of the others, the moving
+    # clock values just add k x advance.
     powers, shared = {}, {}
-    for o, M in maps.items():
-        shared.setdefault(id(M), (M, []))[1].append(o)
-    for M, offs in shared.values():
-        moving = [o for o in offs if adds[o].any()]   # the others only move with the map
-        rp, cks = _power(M, [adds[o] for o in moving], k)
-        ck = dict(zip(moving, cks))
+    for o, (M, moved) in maps.items():
+        shared.setdefault(id(M), (M, moved, []))[2].append(o)
+    for M, moved, offs in shared.values():
+        cs = []
         for o in offs:
+            c = np.zeros(len(moved), dtype=np.int64)
+            for w, d in adds[o]:
+                at = np.searchsorted(moved, w)
+                hit = at < len(moved)
+                hit[hit] = moved[at[hit]] == w[hit]
+                c[at[hit]] = d
+                S[o + w[~hit]] += k * d
+            cs.append(c)
+        qp, qcs = _power(np.searchsorted(moved, M[moved]), cs, k)
+        rp = np.arange(len(M))
+        rp[moved] = moved[qp]
+        for o, qc in zip(offs, qcs):
             powers[o] = rp
-            S[o:o + len(M)] = S[o + rp] + ck[o] if o in ck else S[o + rp]
+            S[o + moved] = S[o + moved[qp]] + qc
     _renamed(lay, S, powers[lay.blocks["tags"]])
     memo = MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
