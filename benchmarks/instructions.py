@@ -17,6 +17,8 @@ without this the core would be compiled inside valgrind (hours). Needs valgrind.
 
 Traces (emulator set-up of benchmarks/throughput.py, functional data off):
   l1hit    loads cycling through 16 KiB (every load hits L1)
+  chase    l1hit's loads, each dependent on the one before (FLAG_DEPENDENT: a pointer
+           chase, as dmapool-test's list walks)
   lineseq  one load per line, sequential (every load misses every level)
   seq      sequential 8-byte loads (trace (a) of throughput.py)
   rand     uniform random 8-byte loads over 256 MiB (trace (b))
@@ -36,14 +38,14 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-TRACES = ("l1hit", "lineseq", "seq", "rand", "copy")
+TRACES = ("l1hit", "chase", "lineseq", "seq", "rand", "copy")
 
 
 def trace(kind, n):
     from benchmarks import throughput as tb
     if kind == "copy":
         return copy_trace(n)[0]
-    if kind == "l1hit":
+    if kind in ("l1hit", "chase"):
         return (np.arange(n, dtype=np.int64) * 8) % 16384
     if kind == "lineseq":
         return np.arange(n, dtype=np.int64) * 64
@@ -72,7 +74,7 @@ def child(kind, n, execute):
         if execute:
             m.write(tb.COPY_SRC, words)
     else:
-        p = Program(capacity=max(n, 1)).loads(trace(kind, n), 8)
+        p = Program(capacity=max(n, 1)).loads(trace(kind, n), 8, dependent=kind == "chase")
     if execute:
         m.run(p)
     else:
