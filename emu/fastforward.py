@@ -160,9 +160,9 @@ def _advances(lay, a, b):
 
 
 def _order(ka, kb):
-    """P with kb[j] == ka[P[j]] for rows of keys ka, kb (one group per row), or None if a
-    group's keys differ; equal keys keep their order."""
-    perm = np.broadcast_to(np.arange(ka.shape[1]), ka.shape).copy()
+    """(rows, sub) for rows of keys ka, kb (one group per row): the rows whose keys differ
+    and, for each, sub with kb[r, j] == ka[r, sub[j]] (equal keys keep their order); or None
+    if a group's keys differ as a set."""
     moved = np.flatnonzero((ka != kb).any(axis=1))   # only these rows need sorting
     ka, kb = ka[moved], kb[moved]
     oa, ob = np.argsort(ka, axis=1, kind="stable"), np.argsort(kb, axis=1, kind="stable")
@@ -170,68 +170,102 @@ def _order(ka, kb):
         return None
     sub = np.empty_like(oa)
     np.put_along_axis(sub, ob, oa, 1)
-    perm[moved] = sub
-    return (perm + np.arange(len(perm))[:, None] * perm.shape[1]).reshape(-1)
+    return moved, sub
+
+
+class _Map:
+    """A word map of a region of S of `size` words by the words it moves: word words[i]
+    (ascending) takes what word src[i] held, every other word keeps its own. The moved
+    words map onto themselves, so a map's powers stay on them (a cache's few)."""
+
+    def __init__(self, words, src, size):
+        self.words, self.src, self.size = words, src, size
+
+    @classmethod
+    def of_rows(cls, levels, size):
+        """The map moving, in each level (base, sets, ways, rows, sub), row r's ways by sub."""
+        none = [np.zeros(0, dtype=np.int64)]
+        first = [(base + rows * ways)[:, None] for base, _, ways, rows, _ in levels]
+        words = np.concatenate([(f + np.arange(lv[2])).reshape(-1) for f, lv in zip(first, levels)]
+                               + none)
+        src = np.concatenate([(f + lv[4]).reshape(-1) for f, lv in zip(first, levels)] + none)
+        keep = words != src
+        order = np.argsort(words[keep], kind="stable")
+        return cls(words[keep][order], src[keep][order], size)
+
+    def find(self, w):
+        """(i, hit): for words w, whether the map moves each (words[i] == w where hit)."""
+        i = np.searchsorted(self.words, w)
+        hit = i < len(self.words)
+        hit[hit] = self.words[i[hit]] == w[hit]
+        return i, hit
+
+    def at(self, w):
+        """The words the map takes into words w."""
+        out = np.array(w, dtype=np.int64)
+        i, hit = self.find(out)
+        out[hit] = self.src[i[hit]]
+        return out
+
+    def source_of(self, v):
+        """The word that takes what word v held."""
+        i = np.flatnonzero(self.src == v)
+        return int(self.words[i[0]]) if len(i) else int(v)
 
 
 def _ways(lay, a, b):
     """(a with each cache set's ways and the stream table's rows in b's order, {region
-    offset: (word map P: b's word j of the region holds what a's word P[j] held, the words
-    j with P[j] != j)}), or None
-    where a set's lines or the table's pages differ. Sets of a level without a stamp per
-    way keep their order."""
+    offset: its _Map: b's word j of the region holds what a's word P[j] held}, the moved
+    rows of each level as (base, sets, ways, rows, sub)), or None where a set's lines or
+    the table's pages differ. Sets of a level without a stamp per way keep their order."""
     tags = lay.blocks["tags"]
-    P = np.arange(lay.n_blocks)
+    levels = []
     for base, sets, ways in lay.permutable:
         at = slice(tags + base, tags + base + sets * ways)
-        perm = _order(a[at].reshape(sets, ways), b[at].reshape(sets, ways))
-        if perm is None:
+        order = _order(a[at].reshape(sets, ways), b[at].reshape(sets, ways))
+        if order is None:
             return None
-        P[base:base + sets * ways] = base + perm
+        levels.append((base, sets, ways) + order)
     off, rows = lay.stream_rows
     page = off + np.arange(rows) * stream.N_ROW + stream.ROW.PAGE
-    perm = _order(a[page][None, :], b[page][None, :])
-    if perm is None:
+    order = _order(a[page][None, :], b[page][None, :])
+    if order is None:
         return None
-    Q = (perm[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
+    P = _Map.of_rows(levels, lay.n_blocks)
     maps = {o: P for o in lay.blocks.values()}
-    if lay.packed:
-        maps[lay.blocks["repl"]] = R = P.copy()
-        for base, sets, ways in lay.packed:
-            R[base:base + sets * ways] = np.arange(base, base + sets * ways)
-    maps[off] = Q
+    if lay.packed:   # an LRU set's order word stays; its way numbers are renamed below
+        maps[lay.blocks["repl"]] = _Map.of_rows(
+            [lv for lv in levels if lv[:3] not in lay.packed], lay.n_blocks)
+    R = _Map.of_rows([(0, 1, rows) + order], rows)   # the table's rows, then their words
+    maps[off] = _Map(*((x[:, None] * stream.N_ROW + np.arange(stream.N_ROW)).reshape(-1)
+                       for x in (R.words, R.src)), rows * stream.N_ROW)
     a0, a = a, lay.scratch
     np.copyto(a, a0)
-    moved = {}   # each map's moved words (the words it does not leave in place), once a map
-    for M in maps.values():
-        if id(M) not in moved:
-            moved[id(M)] = np.flatnonzero(M != np.arange(len(M)))
     for o, M in maps.items():
-        w = moved[id(M)]
-        a[o + w] = a0[o + M[w]]
-    _renamed(lay, a, P)
+        a[o + M.words] = a0[o + M.src]
+    _renamed(lay, a, P, levels)
     memo = MEMO_AT + MEMO.BLOCK
     if 0 <= a[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        a[memo] = np.flatnonzero(P == a[memo])[0]
-    return a, {o: (M, moved[id(M)]) for o, M in maps.items()}
+        a[memo] = P.source_of(a[memo])
+    return a, maps, levels
 
 
-def _renamed(lay, S, P):
+def _renamed(lay, S, P, levels):
     """Rename the way numbers in the order words of S's LRU sets after their ways moved by
-    P (block j now holds what block P[j] held): the line of way v is in way j, P[j] = v."""
+    the block map P (block j now holds what block P[j] held: the line of way v is in way j,
+    P[j] = v); `levels`' rows are those P may move."""
     repl = lay.blocks["repl"]
-    for base, sets, ways in lay.packed:
-        first = base + np.arange(sets) * ways
-        where = P[base:base + sets * ways].reshape(sets, ways) - first[:, None]
-        moved = np.flatnonzero((where != np.arange(ways)).any(axis=1))
-        if not len(moved):
+    for base, sets, ways, rows, _ in levels:
+        if (base, sets, ways) not in lay.packed or not len(rows):
             continue
-        to = np.argsort(where[moved], axis=1)   # to[v]: the way that holds way v's line
+        first = base + rows * ways
+        where = P.at(first[:, None] + np.arange(ways)) - first[:, None]
+        to = np.argsort(where, axis=1)   # to[v]: the way that holds way v's line
         nib = 4 * np.arange(ways, dtype=np.uint64)
-        words = S[repl + first[moved]].view(np.uint64)
+        words = S[repl + first].view(np.uint64)
         ways_at = ((words[:, None] >> nib) & np.uint64(15)).astype(np.int64)
         renamed = np.take_along_axis(to, ways_at, 1).astype(np.uint64) << nib
-        S[repl + first[moved]] = np.bitwise_or.reduce(renamed, axis=1).view(np.int64)
+        S[repl + first] = np.bitwise_or.reduce(renamed, axis=1).view(np.int64)
 
 
 def match(lay, a, b, mem_a, mem_b):
@@ -240,7 +274,7 @@ def match(lay, a, b, mem_a, mem_b):
     ways = _ways(lay, a, b)
     if ways is None:
         return None
-    a, maps = ways
+    a, maps, levels = ways
     if lay.exact[np.flatnonzero(a != b)].any():   # few words differ: no gather of the rest
         return None
     if mem_a[0].shape != mem_b[0].shape or not np.array_equal(mem_a[0], mem_b[0]):
@@ -295,7 +329,7 @@ def match(lay, a, b, mem_a, mem_b):
                           fb[:snaps].reshape(mm.SNAPSHOTS, 64)):
         return None
     return {"adv": adv, "moving": moving, "turns": turns, "ring_moved": ring_moved,
-            "counts": b[lay.counter] - a[lay.counter], "maps": maps}
+            "counts": b[lay.counter] - a[lay.counter], "maps": maps, "levels": levels}
 
 
 def _power(Q, cs, k):
@@ -318,35 +352,32 @@ def apply(m, lay, plan, k):
     for (clock, _), idx in plan["moving"].items():
         d = plan["adv"].get(clock, 0)
         inside = lay.in_block[idx]   # these move with their ways or rows: below
-        for o, (M, _) in maps.items():
-            adds[o].append((idx[inside & (idx >= o) & (idx < o + len(M))] - o, d))
+        for o, M in maps.items():
+            adds[o].append((idx[inside & (idx >= o) & (idx < o + M.size)] - o, d))
         S[idx[~inside]] += k * d
-    # Only the words a map moves are permuted (a cache's few); of the others, the moving
-    # clock values just add k x advance.
+    # Only the words a map moves are permuted; of the others, the moving clock values just
+    # add k x advance.
     powers, shared = {}, {}
-    for o, (M, moved) in maps.items():
-        shared.setdefault(id(M), (M, moved, []))[2].append(o)
-    for M, moved, offs in shared.values():
-        cs = []
+    for o, M in maps.items():
+        shared.setdefault(id(M), (M, []))[1].append(o)
+    for M, offs in shared.values():
+        moved, cs = M.words, []
         for o in offs:
             c = np.zeros(len(moved), dtype=np.int64)
             for w, d in adds[o]:
-                at = np.searchsorted(moved, w)
-                hit = at < len(moved)
-                hit[hit] = moved[at[hit]] == w[hit]
+                at, hit = M.find(w)
                 c[at[hit]] = d
                 S[o + w[~hit]] += k * d
             cs.append(c)
-        qp, qcs = _power(np.searchsorted(moved, M[moved]), cs, k)
-        rp = np.arange(len(M))
-        rp[moved] = moved[qp]
+        qp, qcs = _power(np.searchsorted(moved, M.src), cs, k)
+        powers[id(M)] = _Map(moved, moved[qp], M.size)
         for o, qc in zip(offs, qcs):
-            powers[o] = rp
             S[o + moved] = S[o + moved[qp]] + qc
-    _renamed(lay, S, powers[lay.blocks["tags"]])
+    P = powers[id(maps[lay.blocks["tags"]])]
+    _renamed(lay, S, P, plan["levels"])
     memo = MEMO_AT + MEMO.BLOCK
     if 0 <= S[memo] < lay.n_blocks:   # the L1 block found last moves with its line
-        S[memo] = np.flatnonzero(powers[lay.blocks["tags"]] == S[memo])[0]
+        S[memo] = P.source_of(S[memo])
     S[lay.counter] += k * plan["counts"]
     moved = iter(plan["ring_moved"])
     for (head, size, parts), t in zip(lay.rings, plan["turns"]):
