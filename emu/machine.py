@@ -126,7 +126,9 @@ class Machine:
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
-        st.add_sections(self.layout, v, n_sites=4)
+        # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
+        # copy of the whole state (21 MB on skylake-ddr4) a machine
+        st.add_sections(self.layout, v, n_sites=16)
         tables.add_sections(self.layout, v, len(regions))
         cm.add_sections(self.layout, levels)
         md.add_sections(self.layout, media)
@@ -454,8 +456,8 @@ class Machine:
 
     def state_hash(self, h=None):
         """sha256 (updated into `h` if given) over every section of the model's state, by
-        name, leaving out derived caches (memmodel.cache.DERIVED): equal hashes mean the
-        machine would behave identically from here on."""
+        name, leaving out derived caches (memmodel.cache.DERIVED) and the site table's
+        unused rows: equal hashes mean the machine would behave identically from here on."""
         h = h or hashlib.sha256()
         for name in sorted(self.layout.shapes):
             if name in cm.DERIVED_SECTIONS:
@@ -463,6 +465,8 @@ class Machine:
             v = self.layout.view(self.S, name)
             if name in cm.DERIVED_COLUMNS:
                 v = np.ascontiguousarray(v[:, :cm.DERIVED_COLUMNS[name]])
+            if name == "site_ctr":   # the sites named so far: not the table's spare rows
+                v = v[:len(self.site_names)]
             h.update(name.encode())
             h.update(v.tobytes())
         return h.hexdigest()

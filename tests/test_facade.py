@@ -174,3 +174,20 @@ def test_warmup_leaves_nothing_to_compile_and_a_warm_cache_prints_nothing():
     assert out["run"] == "1 finish 1"
     assert out["new"] == "[]"
     assert NOTICE not in r.stderr
+
+
+def test_sites_beyond_the_first_table_keep_their_counts():
+    # 40 functions over two runs, more than a machine's first site table holds: each
+    # function's loads (i + 1 lines, each a first touch) and misses are its own, the
+    # earlier sites' kept
+    m = Machine("skylake-ddr4", {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"})
+    base = next(iter(m.regions.values()))["base"]
+    for names in (range(0, 10), range(10, 40)):
+        p = Program()
+        for i in names:
+            with p.function(f"f{i}"):
+                p.loads(base + (i << 16) + 64 * np.arange(i + 1))
+        m.run(p)
+    sites = m.stats()["sites"]
+    assert [sites[f"f{i}"]["loads"] for i in range(40)] == list(range(1, 41))
+    assert [sites[f"f{i}"]["l1d_misses"] for i in range(40)] == list(range(1, 41))
