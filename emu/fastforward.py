@@ -107,14 +107,15 @@ class _Layout:
                                           + int(np.prod(lay.shapes[name])))
                                 for name in ("sc", "ms", "lv", "wc", "lfb")]
                                + [[lay.offsets["stream"] + stream.HEAD.CLOCK]])   # rows reorder
-        names = sorted({clock for clock, _ in self.clocks})
-        clock_at = np.full(n, -1, dtype=np.int64)
-        for (clock, _), idx in self.clocks.items():
-            clock_at[idx] = names.index(clock)
         heads = np.zeros(n, dtype=bool)
         heads[[h for h, _, _ in rings]] = True
         self.sig = small[~counter[small] & ~heads[small]]
-        self.sig_clock = [names[c] if c >= 0 else None for c in clock_at[self.sig]]
+        in_sig = np.zeros(n, dtype=bool)
+        in_sig[self.sig] = True
+        clock_of = {}   # of the signature's words (a clock's word array of S: 21 MB fresh)
+        for (clock, _), idx in self.clocks.items():
+            clock_of.update(dict.fromkeys(idx[in_sig[idx]].tolist(), clock))
+        self.sig_clock = [clock_of.get(w) for w in self.sig.tolist()]
         # the cache blocks, which a level of LRU or FIFO may hold in other ways from one
         # period to the next: (first block, sets, ways) of each such level
         self.blocks = {name: lay.offsets[name] for name in ("tags", "repl", "ready", "flags")}
