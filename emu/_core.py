@@ -27,8 +27,10 @@ from memmodel.layout import MS, MT
 
 
 @compiled
-def run(S, pt, frames, ops, data, start, res, out, plain):
-    """Execute ops[start:]. out[0] = status (ST_OK when all ran), out[1] = op index reached;
+def run(S, pt, frames, ops, data, sites, start, res, out, plain):
+    """Execute ops[start:], a SITE op's immediate k marking the machine's site sites[k]
+    (ops are the program's, never rewritten). out[0] = status (ST_OK when all ran),
+    out[1] = op index reached;
     on a stop out[2:4] say why. The op that stopped the run has had no effect. res[i] gets
     the bytes an exception-table op i left undone (res is as long as ops when any op has
     FLAG_EXTABLE or FLAG_MCSAFE). `plain`: whether plain loads and stores may take
@@ -122,7 +124,7 @@ def run(S, pt, frames, ops, data, start, res, out, plain):
                 hd.write_memory(S, pt, frames, ops, data, i, addr, size)
         elif op == Op.SITE:
             pl.site_close(S, S[SC.NOW])
-            S[SC.SITE] = S[MS.TAG] = ops[i, COL_IMM]
+            S[SC.SITE] = S[MS.TAG] = sites[ix(ops[i, COL_IMM])]
         elif op == Op.BRANCH:
             i += spec.branch(S, pt, frames, ops, i)
         elif op == Op.PEER_WRITE:

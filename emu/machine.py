@@ -30,7 +30,6 @@ from isa.ops import (
     Op,
 )
 from isa.program import Program, ProgramError
-from isa.sites import site_ids
 from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -65,7 +64,7 @@ def _core_cached(S, pt, frames):
     if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
         return True
     ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
-    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, 0, out, out, True))
+    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True))
     if sig in run.overloads:
         return True
     try:
@@ -176,15 +175,20 @@ class Machine:
     def cycles(self):
         return int(self.S[st.SC.NOW])
 
-    def _global_sites(self, program):
-        """The SITE rows of program and their ids in this machine's table (names new to it
-        added): (rows, ids)."""
-        rows, ids = site_ids(program.ops, program.site_names, self._site_ids, self.site_names)
+    def _site_table(self, program):
+        """This machine's ids of program's sites (names new to it added in the order of
+        their first SITE ops)."""
+        names, ids = program.site_names, self._site_ids
+        for k in program.sites_used():
+            if names[k] not in ids:
+                ids[names[k]] = len(self.site_names)
+                self.site_names.append(names[k])
         n = self.layout.shapes["site_ctr"][0]
         if len(self.site_names) > n:
             self.S = self.layout.resized(self.S, "site_ctr",
                                          (max(len(self.site_names), 2 * n), st.N_SCOUNT))
-        return rows, ids
+        # a name no SITE row uses is in no table: no op reads its entry
+        return np.array([ids.get(name, 0) for name in names] or [0], dtype=np.int64)
 
     @classmethod
     def warmup(cls):
@@ -227,9 +231,9 @@ class Machine:
 
     def _check(self, program, repeat=False):
         """What every run of `program` on this machine shares, done once (run_rounds and
-        repeat run a program many times): validation, its SITE rows and their ids in this
+        repeat run a program many times): validation, the table of its sites' ids in this
         machine, its cycle bound, whether it has exception-table ops (refused if `repeat`),
-        and its ops plus cache lines touched. Returns ((rows, ids), cost, fixups, units)."""
+        and its ops plus cache lines touched. Returns (sites, cost, fixups, units)."""
         _announce_compile(self)
         work, units, fixups, peer = program.validate()
         if repeat and fixups:
@@ -237,7 +241,7 @@ class Machine:
                              "N times to read each run's RunResult.left()")
         cost = work + units * self._cycles_per_unit
         self._check_clock(program, cost)
-        sites = self._global_sites(program)
+        sites = self._site_table(program)
         if peer and len(self.profile.values["cache"]) < 2:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
@@ -255,19 +259,18 @@ class Machine:
     def _run_checked(self, program, sites, cost, fixups, drain):
         """Run `program` whose _check gave (sites, cost, fixups)."""
         self._check_clock(program, cost)   # the clock has moved since the check
-        with program.sites_as(*sites) as ops:
-            return self._run_ops(program, ops, fixups, drain)
+        return self._run_ops(program, sites, fixups, drain)
 
-    def _run_ops(self, program, ops, fixups, drain):
-        """The core's run of `program` as `ops` (with this machine's site ids)."""
-        data = program.data
+    def _run_ops(self, program, sites, fixups, drain):
+        """The core's run of `program`, its sites this machine's `sites`."""
+        ops, data = program.core_ops(), program.data
         start_cycle = self.cycles
         undone = np.zeros(len(ops) if fixups else 0, dtype=np.int64)
         i = 0
         first = not COMPILE_SECONDS
         t = time.perf_counter()
         while True:
-            _core.run(self.S, self.pt, self.frames, ops, data, i, undone, self._out,
+            _core.run(self.S, self.pt, self.frames, ops, data, sites, i, undone, self._out,
                       self.plain_path)
             status, i = int(self._out[0]), int(self._out[1])
             if status == st.ST_OK:
@@ -312,8 +315,8 @@ class Machine:
                 raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         runs, units = [], 0
         for program in programs:
-            ops, cost, fixups, u = self._check(program, repeat=True)
-            runs.append(partial(self._run_checked, program, ops, cost, fixups))
+            sites, cost, fixups, u = self._check(program, repeat=True)
+            runs.append(partial(self._run_checked, program, sites, cost, fixups))
             units += u
         start = self.cycles
         skipped = fastforward.run_repeated(self, runs, int(n), drain_each, units)

@@ -96,8 +96,9 @@ def _fail(first, check, i):
 
 
 @njit(cache=True, nogil=True)
-def first_bad(ops, n_sites, blob_len, first, cost):
-    """first[c] = index of the first op failing Check c (left -1 if none); cost[0] = the
+def first_bad(ops, n_sites, blob_len, first, cost, site_first):
+    """first[c] = index of the first op failing Check c (left -1 if none); site_first[k] =
+    index of the first SITE op of site k (left -1 if none); cost[0] = the
     program's WORK cycles, cost[1] = its ops plus the cachelines they touch (floats: no
     sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table or
     machine-check-safe flag, cost[3] = 1 if an op is another core's access (what
@@ -149,8 +150,11 @@ def first_bad(ops, n_sites, blob_len, first, cost):
             if not 0 <= imm <= MAX_WORK_CYCLES:
                 _fail(first, Check.CYCLES, i)
             work += imm
-        if kind == ImmKind.SITE and (imm < 0 or imm >= n_sites):
-            _fail(first, Check.SITE, i)
+        if kind == ImmKind.SITE:
+            if imm < 0 or imm >= n_sites:
+                _fail(first, Check.SITE, i)
+            elif site_first[imm] < 0:
+                site_first[imm] = i
         if kind == ImmKind.BODY and (imm < 0 or imm >= ops.shape[0] - i):
             _fail(first, Check.BODY, i)
         if flags & ~ALLOWED_FLAGS[op]:
@@ -181,15 +185,18 @@ def first_bad(ops, n_sites, blob_len, first, cost):
 NO_OPS = (0.0, 0.0, False, False)   # validated()'s answer for no ops
 
 
-def validated(ops, n_sites, blob_len):
+def validated(ops, n_sites, blob_len, site_first=None):
     """Raise ProgramError naming the first op whose operands the core cannot execute; else
     (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE or FLAG_MCSAFE op, any
-    other core's access), as Program.validate returns them."""
+    other core's access), as Program.validate returns them. site_first (n_sites long, all
+    -1), if given, gets the index of each site's first SITE op."""
     if not len(ops):
         return NO_OPS
     first = np.full(len(Check), -1, dtype=np.int64)
     cost = np.zeros(4, dtype=np.float64)
-    first_bad(ops, n_sites, blob_len, first, cost)
+    if site_first is None:
+        site_first = np.full(max(n_sites, 1), -1, dtype=np.int64)
+    first_bad(ops, n_sites, blob_len, first, cost, site_first)
     for check in Check:
         i = int(first[check])
         if i < 0:

@@ -84,6 +84,7 @@ class Program:
         self._line_site = None       # ... and the site of the last op
         self._no_line = 0            # ... inside a branch body: no new site
         self._checked = NO_OPS       # validate()'s answer, while no op changed since
+        self._sites_used = ()        # sites_used()'s, kept with it
 
     def __len__(self):
         return self._n
@@ -96,18 +97,10 @@ class Program:
         ops.flags.writeable = False
         return ops
 
-    @contextmanager
-    def sites_as(self, rows, ids):
-        """The op array with the SITE rows `rows` holding `ids` (a machine's ids for the
-        program's site names) while the block lasts, put back after: no copy of a large
-        program per run."""
-        ops = self._ops[:self._n]
-        own = ops[rows, COL_IMM]
-        ops[rows, COL_IMM] = ids
-        try:
-            yield ops
-        finally:
-            ops[rows, COL_IMM] = own
+    def core_ops(self):
+        """The op array as the core takes it: writable (numba types a read-only array as
+        another type, and would compile the core for it again); the core only reads it."""
+        return self._ops[:self._n]
 
     @property
     def data(self):
@@ -481,5 +474,14 @@ class Program:
         until an op is added: a program run many times, or built of batches whose rows
         are checked as they are added, is read once (or never) at 56 bytes an op."""
         if self._checked is None:
-            self._checked = validated(self.ops, len(self.site_names), len(self._blob))
+            first = np.full(max(len(self.site_names), 1), -1, dtype=np.int64)
+            self._checked = validated(self.ops, len(self.site_names), len(self._blob), first)
+            used = np.flatnonzero(first >= 0)
+            self._sites_used = tuple(used[np.argsort(first[used])].tolist())
         return self._checked
+
+    def sites_used(self):
+        """The indices of the site names SITE ops use, in the order of their first SITE ops
+        (found by validate(): batches of loads and stores add none)."""
+        self.validate()
+        return self._sites_used
