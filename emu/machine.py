@@ -30,6 +30,7 @@ from isa.ops import (
     Op,
 )
 from isa.program import Program, ProgramError
+from isa.sites import site_id
 from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
@@ -180,9 +181,7 @@ class Machine:
         their first SITE ops)."""
         names, ids = program.site_names, self._site_ids
         for k in program.sites_used():
-            if names[k] not in ids:
-                ids[names[k]] = len(self.site_names)
-                self.site_names.append(names[k])
+            site_id(ids, self.site_names, names[k])
         n = self.layout.shapes["site_ctr"][0]
         if len(self.site_names) > n:
             self.S = self.layout.resized(self.S, "site_ctr",

@@ -28,7 +28,7 @@ from isa.ops import (
     PHYS_LIMIT,
     Op,
 )
-from isa.sites import remap_sites
+from isa.sites import remap_sites, site_id
 from isa.sourcelines import LINE_SEP, caller_line, recording
 
 EFAULT = 14
@@ -333,11 +333,7 @@ class Program:
                           flags=FLAG_DEPENDENT if dependent else 0)
 
     def _site_op(self, name):
-        sid = self._site_ids.get(name)
-        if sid is None:
-            sid = self._site_ids[name] = len(self.site_names)
-            self.site_names.append(name)
-        return self._emit(Op.SITE, imm=sid)
+        return self._emit(Op.SITE, imm=site_id(self._site_ids, self.site_names, name))
 
     def _at_line(self):
         """With record_lines: a SITE op if the next op's function or line is not the last's."""

@@ -1,8 +1,19 @@
-"""A program's site table: SITE ops carry indices into its list of names. Program.extend
-appends another program's ops, whose SITE rows are remapped to the indices of its own."""
+"""A program's site table: SITE ops carry indices into its list of names; a machine keeps
+one table of names for every program it runs (emu.machine). Program.extend appends another
+program's ops, whose SITE rows are remapped to the indices of its own."""
 import numpy as np
 
 from isa.ops import COL_IMM, COL_OP, Op
+
+
+def site_id(ids, id_names, name):
+    """The id of site `name` in the table `ids` (name -> id), added to it and to the list
+    `id_names` if new."""
+    sid = ids.get(name)
+    if sid is None:
+        sid = ids[name] = len(id_names)
+        id_names.append(name)
+    return sid
 
 
 def remap_sites(ops, names, ids, id_names):
@@ -14,12 +25,7 @@ def remap_sites(ops, names, ids, id_names):
     used, first = np.unique(imm, return_index=True)
     table = np.zeros(len(names), dtype=np.int64)
     for i in used[np.argsort(first)]:
-        name = names[i]
-        sid = ids.get(name)
-        if sid is None:
-            sid = ids[name] = len(id_names)
-            id_names.append(name)
-        table[i] = sid
+        table[i] = site_id(ids, id_names, names[i])
     new = table[imm]
     if np.array_equal(imm, new):
         return ops
