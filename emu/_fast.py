@@ -70,6 +70,54 @@ def _load_tail(S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now
     return now, frac, seq, w_issue, rh, rc, rs, dmax
 
 
+@inlined
+def _store_tail(S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh, sc,
+                sl, end, w_sb, w_issue):
+    """A store's entry in the store buffer (t0: the cycle it issued, before a miss's stall:
+    pl.commit_at) and its issue. Returns the scalars it changes."""
+    before = now
+    now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, dmax, sl + commit),
+                                        now, sh, sc, sl, end)
+    w_sb += pl.waited(before, now, site_start)
+    before = now
+    now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
+    if now != before:
+        w_issue += pl.waited(before, now, site_start)
+    return now, frac, seq, sh, sc, sl, end, w_sb, w_issue
+
+
+@inlined
+def _store_data(S, pt, frames, opf, r, data, addr, size, page_ok, fr_ok):
+    """A store's bytes, in page page_ok, whose frame `fr_ok` is looked up once (-1: not
+    yet). Returns the frame."""
+    if fr_ok < 0:
+        fr_ok = mm.frame_of(S, pt, page_ok << 12)
+    hd.store_data_in(frames, fr_ok, opf, r, data, addr, size)
+    return fr_ok
+
+
+@inlined
+def _plain(opf, r, i, n, op, flags, addr, size, functional, page_ok, lo, hi):
+    """Whether op i (row r) is a load or store this path takes: within a line of the region
+    [lo, hi) and, for a store, in the page page_ok; L1's block is checked apart."""
+    if op == Op.LOAD:
+        if _load_checked(opf, r, i, n, flags, functional):
+            return False
+    elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
+        return False
+    return not _off_line(addr, size, lo, hi)
+
+
+@inlined
+def _hit(S, policy, repl, ways, i0, b, stamp, t0, hit, flg, rdy, store):
+    """An L1 hit on block b of the set at i0: its use, and (stamp, ready)."""
+    stamp += 1
+    cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
+    if store:
+        S[ix(flg + b)] |= cm.F_DIRTY
+    return stamp, max(t0 + hit, S[ix(rdy + b)])
+
+
 @compiled
 def plain_run(S, pt, frames, ops, data, i, n):
     """Execute ops i.. while they are plain loads and stores within one line that need no
@@ -107,18 +155,14 @@ def plain_run(S, pt, frames, ops, data, i, n):
     # dispatch's waits (pl.charge) for the store buffer, fill buffers and issue bandwidth;
     # the window's is the rest of dispatch's advance within the site (at the end)
     site_start, w_sb, w_lfb, w_issue = S[SC.SITE_START], 0, 0, 0
+    bad = cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED
     while i < n:
         r = i * N_COLS
         op = opf[ix(r + COL_OP)]
         flags = opf[ix(r + COL_FLAGS)]
         addr = opf[ix(r + COL_ADDR)]
         size = opf[ix(r + COL_SIZE)]
-        if op == Op.LOAD:
-            if _load_checked(opf, r, i, n, flags, functional):
-                break
-        elif op != Op.STORE or flags or (functional and addr >> 12 != page_ok):
-            break
-        if _off_line(addr, size, lo, hi):
+        if not _plain(opf, r, i, n, op, flags, addr, size, functional, page_ok, lo, hi):
             break
         line = addr >> 6
         fresh = line != ml0 and line != ml1   # neither of the two lines used last
@@ -134,7 +178,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
             if b >= 0:
                 ml1, ms1, mb1 = ml0, ms0, mb0
                 ml0, ms0, mb0 = line, i0, b
-        if b >= 0 and S[ix(flg + b)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
+        if b >= 0 and S[ix(flg + b)] & bad:
             break
         if i + OPS_AHEAD < n:
             host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
@@ -146,11 +190,8 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if op == Op.LOAD and flags and dep > t0:
             t0 = dep
         if b >= 0:
-            stamp += 1
-            cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
-            ready = max(t0 + hit, S[ix(rdy + b)])
-            if op == Op.STORE:
-                S[ix(flg + b)] |= cm.F_DIRTY
+            stamp, ready = _hit(S, policy, repl, ways, i0, b, stamp, t0, hit, flg, rdy,
+                                op == Op.STORE)
         else:
             S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
             ready, wait = hier.demand_miss(S, line, t0, K_LOAD if op == Op.LOAD else K_STORE)
@@ -166,19 +207,11 @@ def plain_run(S, pt, frames, ops, data, i, n):
             dep = ready
             lseq += 1
         else:
-            # t0: the cycle the store issued, before a miss's stall (pl.commit_at)
-            before = now
-            now, sh, sc, sl, end = pl.sb_push_v(S, sbn, sb, max(ready, t0 + 1, dmax, sl + commit),
-                                              now, sh, sc, sl, end)
-            w_sb += pl.waited(before, now, site_start)
-            before = now
-            now, frac, seq = pl.issue_v(now, frac, seq, 1, upc)
-            if now != before:
-                w_issue += pl.waited(before, now, site_start)
-            if functional:   # the store is in page page_ok: its frame, looked up once
-                if fr_ok < 0:
-                    fr_ok = mm.frame_of(S, pt, page_ok << 12)
-                hd.store_data_in(frames, fr_ok, opf, r, data, addr, size)
+            now, frac, seq, sh, sc, sl, end, w_sb, w_issue = _store_tail(
+                S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh, sc,
+                sl, end, w_sb, w_issue)
+            if functional:
+                fr_ok = _store_data(S, pt, frames, opf, r, data, addr, size, page_ok, fr_ok)
         if b < 0 and functional and S[MS.PQ_COUNT]:   # a miss wrote a dirty victim back
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1
@@ -186,7 +219,7 @@ def plain_run(S, pt, frames, ops, data, i, n):
         # (every path above leaves ml0 == line)
         if i < n and opf[ix(r + N_COLS + COL_OP)] == Op.LOAD and \
                 opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and S[ix(tags + mb0)] == line and \
-                not S[ix(flg + mb0)] & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):
+                not S[ix(flg + mb0)] & bad:
             b, i0 = mb0, ms0
             ready_line = S[ix(rdy + b)]
             while i < n:
@@ -214,6 +247,53 @@ def plain_run(S, pt, frames, ops, data, i, n):
                 dep = ready
                 lseq += 1
                 i += 1
+        # a copy's words after a store: a load of the line used before it, then a store to
+        # its line, while L1 holds both. Each pair's two hits swap the lines used last twice
+        # (the general path's order), which leaves them as they are.
+        elif op == Op.STORE and i + 1 < n and ml1 >= 0 and S[ix(tags + mb0)] == ml0 and \
+                S[ix(tags + mb1)] == ml1 and not (S[ix(flg + mb0)] | S[ix(flg + mb1)]) & bad:
+            while i + 1 < n:
+                r = i * N_COLS
+                rt = r + N_COLS   # the store's row
+                flags = opf[ix(r + COL_FLAGS)]
+                addr = opf[ix(r + COL_ADDR)]
+                size = opf[ix(r + COL_SIZE)]
+                to = opf[ix(rt + COL_ADDR)]
+                to_size = opf[ix(rt + COL_SIZE)]
+                if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != ml1 or \
+                        opf[ix(rt + COL_OP)] != Op.STORE or to >> 6 != ml0 or \
+                        not _plain(opf, r, i, n, Op.LOAD, flags, addr, size, functional,
+                                   page_ok, lo, hi) or \
+                        not _plain(opf, rt, i + 1, n, Op.STORE, opf[ix(rt + COL_FLAGS)], to,
+                                   to_size, functional, page_ok, lo, hi):
+                    break
+                if i + OPS_AHEAD + 1 < n:
+                    host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
+                    host_prefetch(opf, ix(rt + OPS_AHEAD * N_COLS))
+                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                                lseq + 1, rh, rc, rs)
+                t0 = now
+                if flags and dep > t0:
+                    t0 = dep
+                stamp, ready = _hit(S, policy, repl, ways, ms1, mb1, stamp, t0, hit, flg, rdy,
+                                    False)
+                now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+                    S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
+                    seq, w_issue, lseq, rh, rc, rs, dmax)
+                dep = ready
+                lseq += 1
+                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                                lseq, rh, rc, rs)
+                t0 = now
+                stamp, ready = _hit(S, policy, repl, ways, ms0, mb0, stamp, t0, hit, flg, rdy,
+                                    True)
+                now, frac, seq, sh, sc, sl, end, w_sb, w_issue = _store_tail(
+                    S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh,
+                    sc, sl, end, w_sb, w_issue)
+                if functional:
+                    fr_ok = _store_data(S, pt, frames, opf, rt, data, to, to_size, page_ok,
+                                        fr_ok)
+                i += 2
     if i == start:
         return i
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq

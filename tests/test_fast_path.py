@@ -24,7 +24,7 @@ def programs(draw):
     ops = []
     for _ in range(n):
         kind = draw(st.sampled_from(
-            ["load"] * 6 + ["store"] * 5 + ["run"] * 3 +
+            ["load"] * 6 + ["store"] * 5 + ["run"] * 3 + ["pair"] * 3 +
             ["dep", "cross", "movnt", "clflush", "clwb", "sfence", "mfence", "lfence", "copy",
              "work"]))
         off = draw(st.integers(0, SPAN - 64)) // 8 * 8
@@ -43,6 +43,11 @@ def build(ops, base):
             for k in range(2 + arg % 9):
                 p.load((a & ~63) + (arg + 8 * k) % 64 // size * size, size,
                        dependent=(arg >> k) & 1 == 1)
+        elif kind == "pair":   # a copy's words: a load of one line, a store to another
+            for k in range(2 + arg % 9):
+                w = (arg + 8 * k) % 64
+                p.load((a & ~63) + w, 8, dependent=(arg >> k) & 1 == 1)
+                p.store(((a ^ 0x2040) & ~63) + w // size * size, bytes([k]) * size)
         elif kind == "dep":
             p.load(a, size, dependent=True)
         elif kind == "store":
