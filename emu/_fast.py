@@ -287,8 +287,9 @@ def plain_run(S, pt, frames, ops, data, i, n):
                 now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
                                                 lseq, rh, rc, rs)
                 t0 = now
+                # no F_DIRTY to set: the store before the loop, to this line, set it
                 stamp, ready = _hit(S, policy, repl, ways, ms0, mb0, stamp, t0, hit, flg, rdy,
-                                    True)
+                                    False)
                 now, frac, seq, sh, sc, sl, end, w_sb, w_issue = _store_tail(
                     S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh,
                     sc, sl, end, w_sb, w_issue)
