@@ -426,12 +426,11 @@ class Program:
         k = len(other)
         self._reserve(k)
         self._checked = None
-        rows = other.ops.copy()
-        has_data = rows[:, COL_DATA] >= 0
-        rows[has_data, COL_DATA] += len(self._blob)
-        self._blob += other._blob
-        self._ops[self._n:self._n + k] = remap_sites(rows, other.site_names, self._site_ids,
-                                                     self.site_names)
+        rows = self._ops[self._n:self._n + k]   # beyond the program's end until _n moves
+        rows[:] = other.ops
+        rows[rows[:, COL_DATA] >= 0, COL_DATA] += len(self._blob)
+        self._blob += bytes(other._blob) if other is self else other._blob   # no self-export
+        remap_sites(rows, other.site_names, self._site_ids, self.site_names)
         self._n += k
         return self
 

@@ -17,18 +17,13 @@ def site_id(ids, id_names, name):
 
 
 def remap_sites(ops, names, ids, id_names):
-    """Rewrite the site ids of ops' SITE rows (indices into `names`) to ids of the table
-    `ids` (name -> id), adding unknown names to it and to the list `id_names` in row order.
-    Returns a copy of ops if any row changed, else ops itself."""
+    """Rewrite the site ids of ops' SITE rows (indices into `names`), in place, to ids of the
+    table `ids` (name -> id), adding unknown names to it and to the list `id_names` in row
+    order."""
     rows = np.nonzero(ops[:, COL_OP] == Op.SITE)[0] if names else np.zeros(0, dtype=np.int64)
     imm = ops[rows, COL_IMM]
     used, first = np.unique(imm, return_index=True)
     table = np.zeros(len(names), dtype=np.int64)
     for i in used[np.argsort(first)]:
         table[i] = site_id(ids, id_names, names[i])
-    new = table[imm]
-    if np.array_equal(imm, new):
-        return ops
-    ops = ops.copy()
-    ops[rows, COL_IMM] = new
-    return ops
+    ops[rows, COL_IMM] = table[imm]

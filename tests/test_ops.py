@@ -20,6 +20,7 @@ from isa.ops import (
     COL_DATA,
     COL_FLAGS,
     COL_IMM,
+    COL_OP,
     COL_SIZE,
     COL_SRC,
     FLAG_DEPENDENT,
@@ -253,6 +254,25 @@ def test_the_kept_answer_is_a_fresh_validation_of_the_ops():
                 p.validate()
         kept = p.validate()
         assert kept == validated(p.ops, len(p.site_names), len(p._blob)), trial
+
+
+def test_extend_remaps_sites_and_data_and_takes_the_program_itself():
+    p = Program().site("a").load(0, 8).site("b")
+    q = Program().site("b").store(128, b"xyz").site("c")
+    p.extend(q)
+    # by hand: q's sites b, c become p's 1 and (new) 2; q's bytes follow p's (none)
+    assert p.site_names == ["a", "b", "c"]
+    sites = p.ops[p.ops[:, COL_OP] == Op.SITE, COL_IMM].tolist()
+    assert sites == [0, 1, 1, 2]
+    assert q.ops[q.ops[:, COL_OP] == Op.SITE, COL_IMM].tolist() == [0, 1]   # q unchanged
+    n, blob = len(p), bytes(p._blob)
+    p.extend(p)
+    assert len(p) == 2 * n and bytes(p._blob) == blob * 2
+    second = p.ops[n:].copy()
+    has = second[:, COL_DATA] >= 0
+    second[has, COL_DATA] -= len(blob)
+    assert (second == p.ops[:n]).all()
+    assert p.validate() == validated(p.ops, len(p.site_names), len(p._blob))
 
 
 def test_ops_are_read_only_and_a_raw_edit_is_validated():
