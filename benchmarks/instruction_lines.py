@@ -131,7 +131,7 @@ def by_line(cost, ranges, within):
 
 
 def main(argv=None):
-    from benchmarks.instructions import TRACES
+    from benchmarks.instructions import TRACES, callgrind_env
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", nargs="?", choices=TRACES)
     ap.add_argument("--ops", type=int, default=400_000)
@@ -153,9 +153,8 @@ def main(argv=None):
     if not hasattr(codegen.CPUCodeLibrary, "_object_getbuffer_hook"):
         sys.exit("this numba has no CPUCodeLibrary._object_getbuffer_hook: see the docstring")
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, NUMBA_DEBUGINFO="1", NUMBA_CPU_NAME="generic",
-                   NUMBA_CACHE_DIR=args.cache_dir or os.path.join(tmp, "cache"),
-                   PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
+        env = callgrind_env(NUMBA_DEBUGINFO="1",
+                            NUMBA_CACHE_DIR=args.cache_dir or os.path.join(tmp, "cache"))
         me = [sys.executable, os.path.abspath(__file__), "--child", args.trace]
         os.makedirs(os.path.join(tmp, "warm"))
         subprocess.run(me + ["64", os.path.join(tmp, "warm")], env=env, check=True)

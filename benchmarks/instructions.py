@@ -81,6 +81,15 @@ def child(kind, n, execute):
         p.validate()
 
 
+def callgrind_env(**extra):
+    """The environment of a counted child: the generic-CPU core (valgrind's CPU is not the
+    host's, and numba keys its cache on the CPU); hash randomisation and idle OpenBLAS
+    threads change the processes' fixed work from run to run, so both are pinned and counts
+    repeat exactly."""
+    return dict(os.environ, NUMBA_CPU_NAME="generic", PYTHONHASHSEED="0",
+                OPENBLAS_NUM_THREADS="1", **extra)
+
+
 def callgrind(kind, n, execute, env):
     with tempfile.TemporaryDirectory() as d:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/out",
@@ -109,9 +118,7 @@ def main(argv=None):
         trace(k, 1)   # an unknown name fails here, before anything runs
     if not shutil.which("valgrind"):
         sys.exit("instructions.py needs valgrind (apt-get install valgrind)")
-    # hash randomisation and idle OpenBLAS threads change the processes' fixed work from run
-    # to run; with both pinned, counts repeat exactly
-    env = dict(os.environ, NUMBA_CPU_NAME="generic", PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
+    env = callgrind_env()
     for k in kinds:   # compile (or load) the generic core outside valgrind, for every trace
         subprocess.run([sys.executable, os.path.abspath(__file__), "--child", k, "64", "run"],
                        env=env, check=True)
