@@ -1,6 +1,7 @@
 """Instructions the compiled core executes per op, counted by valgrind's callgrind.
 
-    python benchmarks/instructions.py [--ops N] [--traces l1hit,lineseq,seq,rand] [--json]
+    python benchmarks/instructions.py [--ops N] [--traces l1hit,lineseq,seq,rand] [--cpu NAME]
+                                      [--json]
 
 Wall time on a shared 2-core machine moves by 30-50% between runs; an instruction count
 does not move at all for the same code and input, so it shows small changes to the core
@@ -13,7 +14,10 @@ instructions per load; at 200k they differed by up to 250).
 
 The core is compiled for a generic x86-64 (NUMBA_CPU_NAME=generic), first outside valgrind:
 numba keys its on-disk cache on the CPU, and valgrind's CPU differs from the host's, so
-without this the core would be compiled inside valgrind (hours). Needs valgrind.
+without this the core would be compiled inside valgrind (hours). `--cpu NAME` builds for
+another LLVM CPU instead (`host`: this machine's, as the benchmarks run it), so that code
+the generic build cannot show (AVX2 compares) is counted too; valgrind must execute that
+CPU's instructions (it runs AVX2, not AVX-512). Needs valgrind.
 
 Traces (emulator set-up of benchmarks/throughput.py, functional data off):
   l1hit    loads cycling through 16 KiB (every load hits L1)
@@ -81,12 +85,17 @@ def child(kind, n, execute):
         p.validate()
 
 
-def callgrind_env(**extra):
-    """The environment of a counted child: the generic-CPU core (valgrind's CPU is not the
-    host's, and numba keys its cache on the CPU); hash randomisation and idle OpenBLAS
-    threads change the processes' fixed work from run to run, so both are pinned and counts
-    repeat exactly."""
-    return dict(os.environ, NUMBA_CPU_NAME="generic", PYTHONHASHSEED="0",
+def callgrind_env(cpu="generic", **extra):
+    """The environment of a counted child: the core built for LLVM CPU `cpu` (valgrind's CPU
+    is not the host's, and numba keys its cache on the CPU: a named one is the same inside
+    and outside); hash randomisation and idle OpenBLAS threads change the processes' fixed
+    work from run to run, so both are pinned and counts repeat exactly."""
+    features = ""   # the CPU model's own: numba would read CPUID, which valgrind reports otherwise
+    if cpu == "host":   # this machine's name and features, read here: the benchmarks' build
+        from llvmlite import binding
+        from numba.core.codegen import get_host_cpu_features
+        cpu, features = binding.get_host_cpu_name(), get_host_cpu_features()
+    return dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES=features, PYTHONHASHSEED="0",
                 OPENBLAS_NUM_THREADS="1", **extra)
 
 
@@ -106,6 +115,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=2_000_000)
     ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--cpu", default="generic",
+                    help="LLVM CPU to build the core for (host: this machine's)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -118,8 +129,8 @@ def main(argv=None):
         trace(k, 1)   # an unknown name fails here, before anything runs
     if not shutil.which("valgrind"):
         sys.exit("instructions.py needs valgrind (apt-get install valgrind)")
-    env = callgrind_env()
-    for k in kinds:   # compile (or load) the generic core outside valgrind, for every trace
+    env = callgrind_env(args.cpu)
+    for k in kinds:   # compile (or load) the core outside valgrind, for every trace
         subprocess.run([sys.executable, os.path.abspath(__file__), "--child", k, "64", "run"],
                        env=env, check=True)
     out = {}
