@@ -1,6 +1,6 @@
 """Cold compile time of the core, per compiled entry point, and the time to load it cached.
 
-    python benchmarks/compile_time.py [--json] [--budget SECONDS]
+    python benchmarks/compile_time.py [--json] [--budget SECONDS] [--functions K]
 
 In a child process with a fresh, empty NUMBA_CACHE_DIR, a workload that uses every op
 kind, a fault, poison, a crash image and the statistics is run twice: the first time
@@ -8,6 +8,11 @@ compiles everything (numba's compile events attribute the seconds to the entry p
 Python called, the callees compiled for it included), the second must find nothing left to
 compile. A second child loads the same workload from that cache. Exit status 1 when the
 cold compile exceeds --budget.
+
+`--functions K` also prints the K functions whose own compile took longest (their nested
+compiles left out: numba compiles a callee while it types its caller), marked `inlined`
+for the helpers LLVM inlines into their callers: each of those is still typed, optimised
+and compiled to machine code on its own once, besides its copies in its callers.
 """
 import argparse
 import json
@@ -23,18 +28,21 @@ CHILD = r"""
 import json, sys, time
 t_start = time.perf_counter()
 from numba.core import event
-entries, depth = {}, [0]
+entries, own, stack = {}, {}, []
 class Top(event.Listener):
     def on_start(self, ev):
-        depth[0] += 1
-        if depth[0] == 1:
-            self.t = time.perf_counter()
+        stack.append([time.perf_counter(), 0.0])   # [start, seconds in nested compiles]
     def on_end(self, ev):
-        depth[0] -= 1
-        if depth[0] == 0:
-            f = ev.data["dispatcher"].py_func
-            name = f"{f.__module__}.{f.__name__}"
-            entries[name] = entries.get(name, 0.0) + time.perf_counter() - self.t
+        t, nested = stack.pop()
+        s = time.perf_counter() - t
+        d = ev.data["dispatcher"]
+        name = f"{d.py_func.__module__}.{d.py_func.__name__}"
+        if stack:
+            stack[-1][1] += s
+        else:
+            entries[name] = entries.get(name, 0.0) + s
+        own[name] = [own.get(name, [0.0])[0] + s - nested,
+                     bool(d.targetoptions.get("forceinline"))]
 sys.path.insert(0, sys.argv[1])
 with event.install_listener("numba:compile", Top()):
     from benchmarks.compile_time import workload
@@ -44,7 +52,7 @@ with event.install_listener("numba:compile", Top()):
     n = len(entries)
     workload()
     assert len(entries) == n, "the second run compiled again"
-print(json.dumps({"entries": entries, "first_run_s": first,
+print(json.dumps({"entries": entries, "functions": own, "first_run_s": first,
                   "process_s": time.perf_counter() - t_start}))
 """
 
@@ -98,12 +106,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
+    ap.add_argument("--functions", type=int, default=0, metavar="K",
+                    help="list the K functions with the longest own compile")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="emu-numba-cache-") as cache:
         cold = child(cache)
         warm = child(cache)
     res = {"cold_compile_s": sum(cold["entries"].values()), "cold_entries_s": cold["entries"],
-           "cold_first_run_s": cold["first_run_s"], "cached_first_run_s": warm["first_run_s"],
+           "cold_functions_s": cold["functions"], "cold_first_run_s": cold["first_run_s"], "cached_first_run_s": warm["first_run_s"],
            "cached_entries_compiled": len(warm["entries"]),
            "cached_process_s": warm["process_s"], "budget_s": args.budget}
     if args.json:
@@ -115,6 +125,14 @@ def main(argv=None):
               f"{res['cached_process_s']:.2f} s)")
         for name, s in sorted(cold["entries"].items(), key=lambda kv: -kv[1]):
             print(f"  {s:7.2f} s  {name}")
+        if args.functions:
+            fs = cold["functions"]
+            inl = [s for s, inlined in fs.values() if inlined]
+            print(f"own compile of {len(fs)} functions: {sum(s for s, _ in fs.values()):.1f} s; "
+                  f"of the {len(inl)} inlined helpers: {sum(inl):.1f} s")
+            top = sorted(fs.items(), key=lambda kv: -kv[1][0])[:args.functions]
+            for name, (s, inlined) in top:
+                print(f"  {s:7.2f} s  {name}{'  inlined' if inlined else ''}")
     return 1 if res["cold_compile_s"] > args.budget else 0
 
 
