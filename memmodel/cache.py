@@ -7,7 +7,8 @@ install), invalidate.
 """
 import numpy as np
 
-from memmodel.jit import host_prefetch, inlined, ix, reciprocal_bits, remainder
+from memmodel.jit import (equal4, equal8, host_prefetch, inlined, ix, reciprocal_bits,
+                          remainder, trailing_zeros)
 from memmodel.layout import LV, LV_AT, LV_ROWS, MEMO, MEMO_AT, MH, fields
 from memmodel.policies import level_policy, packed
 from memmodel.policies.lru import first_order
@@ -114,14 +115,18 @@ def set_start(S, lvl, line):
 
 @inlined
 def _first_way(S, t, ways, x):
-    """The first w < ways with S[t + w] == x, or -1. Four ways a step with one branch for
-    them: set scans are the hot loops of bulk ops, and a branch per way cost more than its
-    compare."""
+    """The first w < ways with S[t + w] == x, or -1. Eight ways a vector compare, then
+    four, then one at a time: set scans are the hot loops of misses and bulk ops."""
     w = 0
-    while w + 4 <= ways:
-        if (S[ix(t + w)] == x) | (S[ix(t + w + 1)] == x) | (S[ix(t + w + 2)] == x) | \
-                (S[ix(t + w + 3)] == x):
-            break
+    while w + 8 <= ways:
+        m = equal8(S, ix(t + w), x)
+        if m:
+            return w + trailing_zeros(m)
+        w += 8
+    if w + 4 <= ways:
+        m = equal4(S, ix(t + w), x)
+        if m:
+            return w + trailing_zeros(m)
         w += 4
     while w < ways:
         if S[ix(t + w)] == x:

@@ -251,6 +251,40 @@ def _as_float(typingctx, bits):
     return sig, codegen
 
 
+def _equal_mask(lanes):
+    """An intrinsic (arr, idx, x) -> int64 whose bit k says arr[idx + k] == x, for k below
+    `lanes`: one vector load and compare (the host's SIMD compares, whatever the build's
+    CPU offers) where a scalar scan takes a load, a compare and an or a way."""
+    @_intrinsic
+    def equal_mask(typingctx, arr, idx, x):
+        sig = _types.int64(arr, idx, _types.int64)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            i64 = _ir.IntType(64)
+            vec = _ir.VectorType(i64, lanes)
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vec.as_pointer())
+            words = builder.load(ptr, align=8)
+            one = builder.insert_element(_ir.Constant(vec, _ir.Undefined), args[2],
+                                         _ir.Constant(_ir.IntType(32), 0))
+            xs = builder.shuffle_vector(one, _ir.Constant(vec, _ir.Undefined),
+                                        _ir.Constant(_ir.VectorType(_ir.IntType(32), lanes),
+                                                     [0] * lanes))
+            eq = builder.icmp_signed("==", words, xs)
+            return builder.zext(builder.bitcast(eq, _ir.IntType(lanes)), i64)
+
+        return sig, codegen
+
+    return equal_mask
+
+
+def _py_equal_mask(lanes):
+    def equal_mask(arr, idx, x):
+        hit = arr[int(idx):int(idx) + lanes] == x
+        return np.int64(sum(1 << k for k in range(lanes) if hit[k]))
+    return equal_mask
+
+
 def _py_host_prefetch(arr, idx):
     return None
 
@@ -270,10 +304,13 @@ def _py_as_float(bits):
 # trailing_zeros(x): trailing zero bits of the int64 x (llvm.cttz; 64 for 0), a shift
 # instead of a division by a power of two known only at run time.
 # as_float(bits): the float64 whose bit pattern is the int64 `bits` (a float kept in S).
+# equal4, equal8(arr, idx, x): the bits k of arr[idx + k] == x over 4 or 8 words.
 if config.DISABLE_JIT:
     host_prefetch, trailing_zeros, as_float = _py_host_prefetch, _py_trailing_zeros, _py_as_float
+    equal4, equal8 = _py_equal_mask(4), _py_equal_mask(8)
 else:
     host_prefetch, trailing_zeros, as_float = _host_prefetch, _trailing_zeros, _as_float
+    equal4, equal8 = _equal_mask(4), _equal_mask(8)
 
 
 def reciprocal_bits(n):

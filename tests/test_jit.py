@@ -137,3 +137,19 @@ def test_trailing_zeros_twin(x):
 def test_as_float_twin(f):
     b = np.float64(f).view(np.int64)
     assert jit._py_as_float(b) == _bits(b) == f
+
+
+@njit
+def _eq(arr, i, x):
+    return jit.equal4(arr, jit.ix(i), x), jit.equal8(arr, jit.ix(i), x)
+
+
+@pytest.mark.parametrize("x", [5, -1, 3, 42, -(2**63)])
+@pytest.mark.parametrize("i", [0, 1, 3])
+def test_equal_masks_and_twins(i, x):
+    """Bit k of equalN(arr, i, x) is arr[i + k] == x, compiled and in its Python twin,
+    against the words compared one by one."""
+    arr = np.array([5, -1, 3, 5, 7, 5, 9, -1, 5, 2, 3, -(2**63)], dtype=np.int64)
+    want = [sum(1 << k for k in range(n) if arr[i + k] == x) for n in (4, 8)]
+    assert list(_eq(arr, i, np.int64(x))) == want
+    assert [jit._py_equal_mask(n)(arr, i, x) for n in (4, 8)] == want
