@@ -98,11 +98,13 @@ def first_use(S, lvl, line, f):
     return f
 
 
-@compiled
-def walk(S, line, t0, first, kind):
+@inlined
+def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
     memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
-    line is shared with another core (for the caller's fill above `first`), else 0."""
+    line is shared with another core (for the caller's fill above `first`), else 0.
+    Inlined into demand_miss, whose every call makes one walk (no call's entry and exit
+    per miss); the prefetchers call it as `walk`."""
     nlev = S[MT.LEVELS]
     hit = nlev
     b = -1
@@ -154,6 +156,11 @@ def walk(S, line, t0, first, kind):
         if flg:
             cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
     return done, shared
+
+
+@compiled
+def walk(S, line, t0, first, kind):
+    return _walk(S, line, t0, first, kind)
 
 
 @inlined
@@ -259,7 +266,7 @@ def demand_miss(S, line, t0, kind):
         t0 = wait = lfb_free_at(S)
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
-        done, shared = walk(S, line, t0, 1, kind)
+        done, shared = _walk(S, line, t0, 1, kind)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
         spec = cm.F_TRANSIENT if S[MS.SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
