@@ -1,12 +1,12 @@
 """Where the compiled core's instructions go, by source line, counted by callgrind.
 
     python benchmarks/instruction_lines.py TRACE [--ops N] [--top K] [--within FILE]
-                                         [--cache-dir DIR]
+                                         [--cache-dir DIR] [--cpu NAME]
 
 TRACE is one of benchmarks/instructions.py's traces. The core is compiled with debug line
-tables (NUMBA_DEBUGINFO=1) for a generic x86-64, outside valgrind first, into DIR (a fresh
-temporary one unless --cache-dir names one to keep: the debug build's cold compile takes a
-few minutes). A child then runs N ops of the trace under `callgrind --dump-instr=yes` and
+tables (NUMBA_DEBUGINFO=1) for a generic x86-64 (`--cpu NAME`: that LLVM CPU, as for
+instructions.py), outside valgrind first, into DIR (a fresh temporary one unless --cache-dir
+names one to keep: the debug build's cold compile takes a few minutes). A child then runs N ops of the trace under `callgrind --dump-instr=yes` and
 writes the object code of each compiled library as numba loads it from its cache, with the
 address it loaded each one at; each executed instruction's count is mapped to its chain of
 inlined source frames by `addr2line -i`. Printed per op: the JIT code's instructions in all,
@@ -138,6 +138,9 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--within", default=None, help="count at the outermost frame in FILE")
     ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--cpu", default="generic",
+                    help="LLVM CPU to build for, as instructions.py --cpu (vector code shows "
+                         "only in a build for a CPU that has it)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -153,7 +156,7 @@ def main(argv=None):
     if not hasattr(codegen.CPUCodeLibrary, "_object_getbuffer_hook"):
         sys.exit("this numba has no CPUCodeLibrary._object_getbuffer_hook: see the docstring")
     with tempfile.TemporaryDirectory() as tmp:
-        env = callgrind_env(NUMBA_DEBUGINFO="1",
+        env = callgrind_env(args.cpu, NUMBA_DEBUGINFO="1",
                             NUMBA_CACHE_DIR=args.cache_dir or os.path.join(tmp, "cache"))
         me = [sys.executable, os.path.abspath(__file__), "--child", args.trace]
         os.makedirs(os.path.join(tmp, "warm"))
