@@ -278,6 +278,27 @@ def _equal_mask(lanes):
     return equal_mask
 
 
+@_intrinsic
+def _min8(typingctx, arr, idx):
+    """The least of arr[idx:idx + 8] (int64): one vector load and a reduction."""
+    sig = _types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i64 = _ir.IntType(64)
+        vec = _ir.VectorType(i64, 8)
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vec.as_pointer())
+        fn = _cgutils.get_or_insert_function(
+            builder.module, _ir.FunctionType(i64, [vec]), "llvm.vector.reduce.smin.v8i64")
+        return builder.call(fn, [builder.load(ptr, align=8)])
+
+    return sig, codegen
+
+
+def _py_min8(arr, idx):
+    return np.int64(arr[int(idx):int(idx) + 8].min())
+
+
 def _py_equal_mask(lanes):
     def equal_mask(arr, idx, x):
         hit = arr[int(idx):int(idx) + lanes] == x
@@ -305,12 +326,13 @@ def _py_as_float(bits):
 # instead of a division by a power of two known only at run time.
 # as_float(bits): the float64 whose bit pattern is the int64 `bits` (a float kept in S).
 # equal4, equal8(arr, idx, x): the bits k of arr[idx + k] == x over 4 or 8 words.
+# min8(arr, idx): the least of arr[idx:idx + 8].
 if config.DISABLE_JIT:
     host_prefetch, trailing_zeros, as_float = _py_host_prefetch, _py_trailing_zeros, _py_as_float
-    equal4, equal8 = _py_equal_mask(4), _py_equal_mask(8)
+    equal4, equal8, min8 = _py_equal_mask(4), _py_equal_mask(8), _py_min8
 else:
     host_prefetch, trailing_zeros, as_float = _host_prefetch, _trailing_zeros, _as_float
-    equal4, equal8 = _equal_mask(4), _equal_mask(8)
+    equal4, equal8, min8 = _equal_mask(4), _equal_mask(8), _min8
 
 
 def reciprocal_bits(n):

@@ -144,6 +144,11 @@ def _eq(arr, i, x):
     return jit.equal4(arr, jit.ix(i), x), jit.equal8(arr, jit.ix(i), x)
 
 
+@njit
+def _min8(arr, i):
+    return jit.min8(arr, jit.ix(i))
+
+
 @pytest.mark.parametrize("x", [5, -1, 3, 42, -(2**63)])
 @pytest.mark.parametrize("i", [0, 1, 3])
 def test_equal_masks_and_twins(i, x):
@@ -153,3 +158,10 @@ def test_equal_masks_and_twins(i, x):
     want = [sum(1 << k for k in range(n) if arr[i + k] == x) for n in (4, 8)]
     assert list(_eq(arr, i, np.int64(x))) == want
     assert [jit._py_equal_mask(n)(arr, i, x) for n in (4, 8)] == want
+
+
+@pytest.mark.parametrize("i", [0, 1, 3, 4])
+def test_min8_and_twin(i):
+    arr = np.array([5, -1, 3, 5, 7, 5, 9, -1, 5, 2, 3, -(2**63)], dtype=np.int64)
+    want = min(int(v) for v in arr[i:i + 8])
+    assert _min8(arr, i) == jit._py_min8(arr, i) == want

@@ -8,7 +8,7 @@ choose the same ways: every way of a full set has been filled, so its place in t
 is the order of the stamps (which are distinct: the level's stamp counts every use)."""
 import numpy as np
 
-from memmodel.jit import inlined, ix, trailing_zeros
+from memmodel.jit import equal8, inlined, ix, min8, trailing_zeros
 from memmodel.policies import POLICY_IDS
 
 ID = POLICY_IDS.index("lru")
@@ -44,26 +44,12 @@ def stamp(S, r0, ways, way, stamp):
 
 
 @inlined
-def _older(wa, sa, wb, sb):
-    """(way, stamp) of the older of two ways, the first (wa) of equal stamps."""
-    take = sb < sa
-    return (wb if take else wa), (sb if take else sa)
-
-
-@inlined
 def oldest(S, r0, ways, rng_i):
     """The way with the oldest stamp (the first of equal stamps), chosen without a branch
-    per way: which way wins varies unpredictably. An 8-way set (an L1's) is a tournament,
-    the older of each pair, then of those: 3 compares deep, not 7, and unrolled (half the
-    instructions of the loop)."""
+    per way: which way wins varies unpredictably. An 8-way set (an L1's): the least stamp
+    by one vector reduction, and the first way that holds it."""
     if ways == 8:
-        wa, sa = _older(0, S[ix(r0)], 1, S[ix(r0 + 1)])
-        wb, sb = _older(2, S[ix(r0 + 2)], 3, S[ix(r0 + 3)])
-        wc, sc = _older(4, S[ix(r0 + 4)], 5, S[ix(r0 + 5)])
-        wd, sd = _older(6, S[ix(r0 + 6)], 7, S[ix(r0 + 7)])
-        wa, sa = _older(wa, sa, wb, sb)
-        wc, sc = _older(wc, sc, wd, sd)
-        return _older(wa, sa, wc, sc)[0]
+        return trailing_zeros(equal8(S, ix(r0), min8(S, ix(r0))))
     best, old = 0, S[ix(r0)]
     for w in range(1, ways):
         s = S[ix(r0 + w)]
