@@ -170,10 +170,10 @@ def throughput_traces(scale):
             src, dst, _ = tb.copy_trace(scale)
             addrs = np.empty(2 * len(src), dtype=np.int64)
             addrs[0::2], addrs[1::2] = src, dst
-            pcs = tb.pcs_copy(src, dst)
+            pcs, = tb.measure(tb.pcs_copy(src, dst))
         else:
             addrs = tb.seq_trace(scale) if name == "seq_read_64MiB" else tb.random_trace(scale)
-            pcs = tb.pcs_loads(addrs)
+            pcs, = tb.measure(tb.pcs_loads(addrs))
         sim_s, cnt = run_bare(geometry, addrs >> 6, np.zeros(len(addrs), dtype=np.int64))
         if name != "copy_16KiB_ring_4MiB":
             theirs = [(lv["hit"], lv["miss"]) for lv in pcs["levels"]]
@@ -215,9 +215,9 @@ def dax_memcpy(scale):
             sim_s, _ = run_bare(HASWELL, *programs[variant], mem, src)
             bare_s += sim_s
     addrs = one_run << 6
-    pcs = tb._pcs_timed(lambda: list(zip(((a,) for a in addrs[0::2].tolist()),
-                                         ((b,) for b in addrs[1::2].tolist()))),
-                        lambda cs, t: cs.loadstore(t, length=8), HASWELL)
+    pcs, = tb.measure(tb._pcs_side(lambda: list(zip(((a,) for a in addrs[0::2].tolist()),
+                                                     ((b,) for b in addrs[1::2].tolist()))),
+                                   lambda cs, t: cs.loadstore(t, length=8), HASWELL))
     return {"scale": rounds / FULL_ROUNDS, "bare_four_runs_s": bare_s,
             "pycachesim_one_run_s": pcs["sim_s"], "ratio": bare_s / pcs["sim_s"],
             "target": "ratio < 1"}

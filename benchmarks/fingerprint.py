@@ -152,10 +152,10 @@ def main(argv=None):
     # benchmark traces at scale 0.05
     for name in tb.TRACES:
         if name == "copy_16KiB_ring_4MiB":
-            src, dst, words = tb.copy_trace(0.05); r = tb.emu_copy(src, dst, words)
+            src, dst, words = tb.copy_trace(0.05); r, = tb.measure(tb.emu_copy(src, dst, words))
         else:
             addrs = tb.seq_trace(0.05) if name.startswith("seq") else tb.random_trace(0.05)
-            r = tb.emu_loads(addrs)
+            r, = tb.measure(tb.emu_loads(addrs))
         res["bench/" + name] = r["levels"]
     pmem_run(res, {}, "pmem_adr")
     pmem_run(res, {"media.optane.persistence": "eadr"}, "pmem_eadr")

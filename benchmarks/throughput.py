@@ -35,7 +35,8 @@ trace's batch rows are checked as they are added, the copy's array by from_array
 int lists/tuples for pycachesim) and the simulator set-up are timed apart from the
 simulation; the throughput is accesses / simulation seconds (`Machine.run`, which reads a
 validated program's ops only to run them, resp. the one pycachesim call), the best of
---repeat replays (default 3), each on a fresh simulator, on both sides. Before anything is
+--repeat replays (default 3), each on a fresh simulator, on both sides, the two sides'
+replays taking turns (emulator, pycachesim, emulator, ...). Before anything is
 timed the emulator runs a tiny warm-up program; its wall time is `compile_s` (numba compile, or load from
 numba's on-disk cache when the core was compiled before).
 
@@ -111,20 +112,34 @@ class Timer:
 REPEAT = 3   # --repeat
 
 
-def best_of(setup, replay):
-    """Set up a fresh simulator (`setup()`) and replay the trace on it (`replay(sim)`, the
-    timed part) --repeat times, on both sides alike. The best time is kept, as timeit does:
-    the machine's other guests only ever add time, and a simulation of a few hundred
-    milliseconds moves by tens of percent with them. Returns (setup_s, sim_s, the last
-    simulator, replay's last result); results are the same every time (deterministic)."""
-    best = None
+def best_of(*sides):
+    """Each side, (setup, replay), sets up a fresh simulator (`setup()`) and replays the
+    trace on it (`replay(sim)`, the timed part) --repeat times, the sides in turn (A B A B
+    ...): a burst of the machine's other guests then falls on both sides' replays rather
+    than on one side's. The best time of each side is kept, as timeit does: the other
+    guests only ever add time, and a simulation of a few hundred milliseconds moves by tens
+    of percent with them. Returns per side (setup_s, sim_s, the last simulator, replay's
+    last result); results are the same every time (deterministic)."""
+    best, last = [None] * len(sides), [None] * len(sides)
     for _ in range(REPEAT):
-        with Timer() as setup_t:
-            sim = setup()
-        with Timer() as sim_t:
-            out = replay(sim)
-        best = sim_t.s if best is None else min(best, sim_t.s)
-    return setup_t.s, best, sim, out
+        for k, (setup, replay) in enumerate(sides):
+            last[k] = None   # the side's previous simulator goes before its next is made
+            with Timer() as setup_t:
+                sim = setup()
+            with Timer() as sim_t:
+                out = replay(sim)
+            best[k] = sim_t.s if best[k] is None else min(best[k], sim_t.s)
+            last[k] = (setup_t.s, sim, out)
+            del sim, out
+    return [(setup_s, b, sim, out) for (setup_s, sim, out), b in zip(last, best)]
+
+
+def measure(*sides):
+    """Run the sides, each (build_s, setup, replay, finish), with best_of; returns per side
+    the dict of its times and finish(simulator, replay's result)."""
+    runs = best_of(*[(setup, replay) for _, setup, replay, _ in sides])
+    return [dict(build_s=build_s, setup_s=setup_s, sim_s=sim_s, **finish(sim, out))
+            for (build_s, _, _, finish), (setup_s, sim_s, sim, out) in zip(sides, runs)]
 
 
 # ------------------------------------------------------------------ traces
@@ -185,12 +200,12 @@ def emu_stats(m):
 
 
 def emu_loads(addrs):
+    """The loads trace's side on the emulator (measure's (build_s, setup, replay, finish))."""
     from isa.program import Program
     with Timer() as build:
         p = Program(capacity=len(addrs)).loads(addrs, 8)
-    setup_s, sim_s, m, _ = best_of(lambda: emu_machine(functional=False), lambda m: m.run(p))
-    del p
-    return {"build_s": build.s, "setup_s": setup_s, "sim_s": sim_s, "levels": emu_stats(m)}
+    return (build.s, lambda: emu_machine(functional=False), lambda m: m.run(p),
+            lambda m, _: {"levels": emu_stats(m)})
 
 
 def copy_ops(src, dst, src_words):
@@ -208,8 +223,9 @@ def copy_ops(src, dst, src_words):
 
 
 def emu_copy(src, dst, src_words, fast_forward=False):
-    """The copy trace on the emulator; with fast_forward, one fill of the ring as a body run
-    with Machine.run(repeat=fills) (emu.fastforward: the same result), the rest after it."""
+    """The copy trace's side on the emulator (measure's (build_s, setup, replay, finish));
+    with fast_forward, one fill of the ring as a body run with Machine.run(repeat=fills)
+    (emu.fastforward: the same result), the rest after it."""
     from isa.program import Program
     words = len(src_words)
     fill = 2 * words * (RING_BYTES // COPY_BYTES)   # ops of one pass over the ring
@@ -232,17 +248,18 @@ def emu_copy(src, dst, src_words, fast_forward=False):
             m.drain()
         return skipped
 
-    setup_s, sim_s, m, skipped = best_of(setup, replay)
-    del p
-    # functional check: the first and the last copy's destination hold the source bytes
-    copies = len(src) // words
-    payload = src_words.tobytes()
-    for c in {0, copies - 1}:
-        at = COPY_RING + (c * COPY_BYTES) % RING_BYTES
-        if m.read(at, COPY_BYTES) != payload:
-            raise RuntimeError(f"copy {c}: ring bytes at {at:#x} differ from the source")
-    return {"build_s": build.s, "setup_s": setup_s, "sim_s": sim_s, "levels": emu_stats(m),
-            "functional_check": "ok", "end_cycle": m.cycles, "fast_forwarded": skipped}
+    def finish(m, skipped):
+        # functional check: the first and the last copy's destination hold the source bytes
+        copies = len(src) // words
+        payload = src_words.tobytes()
+        for c in {0, copies - 1}:
+            at = COPY_RING + (c * COPY_BYTES) % RING_BYTES
+            if m.read(at, COPY_BYTES) != payload:
+                raise RuntimeError(f"copy {c}: ring bytes at {at:#x} differ from the source")
+        return {"levels": emu_stats(m), "functional_check": "ok", "end_cycle": m.cycles,
+                "fast_forwarded": skipped}
+
+    return build.s, setup, replay, finish
 
 
 # ------------------------------------------------------------------ pycachesim
@@ -251,18 +268,16 @@ def pcs_stats(caches):
              "stores": c.STORE_count, "evicts": c.EVICT_count} for c in caches]
 
 
-def _pcs_timed(make_trace, replay, geometry=(L1, L2, L3)):
-    """Build the trace, set up the hierarchy and replay, each timed apart."""
+def _pcs_side(make_trace, replay, geometry=(L1, L2, L3)):
+    """A trace's side on pycachesim (measure's (build_s, setup, replay, finish))."""
     with Timer() as build:
         trace = make_trace()
-    setup_s, sim_s, (cs, caches), _ = best_of(lambda: pcs_hierarchy(list(geometry)),
-                                              lambda h: replay(h[0], trace))
-    del trace
-    return {"build_s": build.s, "setup_s": setup_s, "sim_s": sim_s, "levels": pcs_stats(caches)}
+    return (build.s, lambda: pcs_hierarchy(list(geometry)), lambda h: replay(h[0], trace),
+            lambda h, _: {"levels": pcs_stats(h[1])})
 
 
 def pcs_loads(addrs):
-    return _pcs_timed(addrs.tolist, lambda cs, t: cs.load(t, length=8))
+    return _pcs_side(addrs.tolist, lambda cs, t: cs.load(t, length=8))
 
 
 def pcs_copy(src, dst):
@@ -275,7 +290,7 @@ def pcs_copy(src, dst):
       backend load(a) / store(b) per access              2.6 (also unfaithful, see top)
       CacheSimulator.load(a) / .store(b) per access      0.3
     Separate load and store chunks would reorder the accesses, so they are not an option."""
-    return _pcs_timed(
+    return _pcs_side(
         lambda: list(zip(((a,) for a in src.tolist()), ((b,) for b in dst.tolist()))),
         lambda cs, t: cs.loadstore(t, length=8))
 
@@ -288,11 +303,10 @@ def run_trace(name, scale):
         if name == "copy_16KiB_ring_4MiB":
             src, dst, words = copy_trace(scale)
             n = 2 * len(src)
-            emu = emu_copy(src, dst, words)
+            emu, pcs = measure(emu_copy(src, dst, words), pcs_copy(src, dst))
             emu["peak_rss_mib"] = peak_rss_mib()
             gc.collect()
-            pcs = pcs_copy(src, dst)
-            ff = emu_copy(src, dst, words, fast_forward=True)
+            ff, = measure(emu_copy(src, dst, words, fast_forward=True))
             ff["per_s"] = n / ff["sim_s"]
             # exact: the same end cycle and counters as the plain run, or this row is void
             ff["same_as_plain"] = (ff["end_cycle"], ff["levels"]) == (emu["end_cycle"], emu["levels"])
@@ -300,10 +314,8 @@ def run_trace(name, scale):
         else:
             addrs = seq_trace(scale) if name == "seq_read_64MiB" else random_trace(scale)
             n = len(addrs)
-            emu = emu_loads(addrs)
+            emu, pcs = measure(emu_loads(addrs), pcs_loads(addrs))
             emu["peak_rss_mib"] = peak_rss_mib()
-            gc.collect()
-            pcs = pcs_loads(addrs)
         pcs["peak_rss_mib"] = peak_rss_mib()
     finally:
         gc.enable()
