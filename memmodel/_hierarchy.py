@@ -103,8 +103,8 @@ def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
     memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
     line is shared with another core (for the caller's fill above `first`), else 0.
-    Inlined into demand_miss, whose every call makes one walk (no call's entry and exit
-    per miss); the prefetchers call it as `walk`."""
+    Inlined into its two callers, demand_miss (whose every call makes one walk: no call's
+    entry and exit a miss) and _prefetch."""
     nlev = S[MT.LEVELS]
     hit = nlev
     b = -1
@@ -158,11 +158,6 @@ def _walk(S, line, t0, first, kind):
     return done, shared
 
 
-@compiled
-def walk(S, line, t0, first, kind):
-    return _walk(S, line, t0, first, kind)
-
-
 @inlined
 def lfb_free_at(S):
     """The cycle the line fill buffer that frees first is free: the buffers are kept in
@@ -198,12 +193,11 @@ def _prefetch(S, lvl, pf, line, t0):
     for nxt in range(first, first + count):
         if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
             continue
+        if lvl == 0 and lfb_free_at(S) > t0:
+            return
+        done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
         if lvl == 0:
-            if lfb_free_at(S) > t0:
-                return
-            take_lfb(S, walk(S, nxt, t0, 0, K_PREFETCH)[0])
-        else:
-            walk(S, nxt, t0, lvl, K_PREFETCH)
+            take_lfb(S, done)
 
 
 @inlined

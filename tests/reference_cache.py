@@ -2,7 +2,7 @@
 
 Pure Python on top of cachetools: every set of every level is one `LRUCache` or
 `FIFOCache` with maxsize = ways, keyed by line number; dirty lines are kept in a set per
-level. It mirrors the emulator's hierarchy semantics (memmodel/_hierarchy.py `demand`, `walk`,
+level. It mirrors the emulator's hierarchy semantics (memmodel/_hierarchy.py `demand`, `_walk`,
 `_install`, `_writeback`, `_back_invalidate`; memmodel/cache.py `fill`, `touch`) and
 nothing else: no timing, no prefetchers, no flushes.
 
