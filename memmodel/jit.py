@@ -251,27 +251,33 @@ def _as_float(typingctx, bits):
     return sig, codegen
 
 
+def _vector_load(context, builder, aryty, ary, idx, lanes):
+    """The int64 words arr[idx:idx + lanes] loaded as one LLVM vector (any alignment)."""
+    data = context.make_array(aryty)(context, builder, ary).data
+    vec = _ir.VectorType(_ir.IntType(64), lanes)
+    return builder.load(builder.bitcast(builder.gep(data, [idx]), vec.as_pointer()), align=8)
+
+
 def _equal_mask(lanes):
     """An intrinsic (arr, idx, x) -> int64 whose bit k says arr[idx + k] == x, for k below
     `lanes`: one vector load and compare (the host's SIMD compares, whatever the build's
     CPU offers) where a scalar scan takes a load, a compare and an or a way."""
     @_intrinsic
     def equal_mask(typingctx, arr, idx, x):
+        if getattr(arr, "dtype", None) != _types.int64:
+            return None   # the words are loaded as int64: no other array types
         sig = _types.int64(arr, idx, _types.int64)
 
         def codegen(context, builder, signature, args):
-            ary = context.make_array(signature.args[0])(context, builder, args[0])
-            i64 = _ir.IntType(64)
-            vec = _ir.VectorType(i64, lanes)
-            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vec.as_pointer())
-            words = builder.load(ptr, align=8)
+            words = _vector_load(context, builder, signature.args[0], args[0], args[1], lanes)
+            vec = words.type
             one = builder.insert_element(_ir.Constant(vec, _ir.Undefined), args[2],
                                          _ir.Constant(_ir.IntType(32), 0))
             xs = builder.shuffle_vector(one, _ir.Constant(vec, _ir.Undefined),
                                         _ir.Constant(_ir.VectorType(_ir.IntType(32), lanes),
                                                      [0] * lanes))
             eq = builder.icmp_signed("==", words, xs)
-            return builder.zext(builder.bitcast(eq, _ir.IntType(lanes)), i64)
+            return builder.zext(builder.bitcast(eq, _ir.IntType(lanes)), _ir.IntType(64))
 
         return sig, codegen
 
@@ -281,16 +287,16 @@ def _equal_mask(lanes):
 @_intrinsic
 def _min8(typingctx, arr, idx):
     """The least of arr[idx:idx + 8] (int64): one vector load and a reduction."""
+    if getattr(arr, "dtype", None) != _types.int64:
+        return None
     sig = _types.int64(arr, idx)
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        i64 = _ir.IntType(64)
-        vec = _ir.VectorType(i64, 8)
-        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), vec.as_pointer())
+        words = _vector_load(context, builder, signature.args[0], args[0], args[1], 8)
         fn = _cgutils.get_or_insert_function(
-            builder.module, _ir.FunctionType(i64, [vec]), "llvm.vector.reduce.smin.v8i64")
-        return builder.call(fn, [builder.load(ptr, align=8)])
+            builder.module, _ir.FunctionType(_ir.IntType(64), [words.type]),
+            "llvm.vector.reduce.smin.v8i64")
+        return builder.call(fn, [words])
 
     return sig, codegen
 
