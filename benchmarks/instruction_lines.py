@@ -6,14 +6,15 @@
 TRACE is one of benchmarks/instructions.py's traces. The core is compiled with debug line
 tables (NUMBA_DEBUGINFO=1) for a generic x86-64 (`--cpu NAME`: that LLVM CPU, as for
 instructions.py), outside valgrind first, into DIR (a fresh temporary one unless --cache-dir
-names one to keep: the debug build's cold compile takes a few minutes). A child then runs N ops of the trace under `callgrind --dump-instr=yes` and
-writes the object code of each compiled library as numba loads it from its cache, with the
-address it loaded each one at; each executed instruction's count is mapped to its chain of
-inlined source frames by `addr2line -i`. Printed per op: the JIT code's instructions in all,
-then the K lines of source that cost most, each the innermost frame (`--within FILE`: the
-outermost frame in FILE instead, e.g. emu/_fast.py, so that a call's inlined helpers count
-at its line). Only JIT code is counted: the child's Python, numpy and the validator's
-own work before the run are outside it, the validator's compiled pass inside it.
+names one to keep: the debug build's cold compile takes a few minutes). A child then runs N
+ops of the trace under `callgrind --dump-instr=yes` and writes the object code of each
+compiled library as numba loads it from its cache, with the address it loaded each one at;
+each executed instruction's count is mapped to its chain of inlined source frames by
+`addr2line -i`. Printed per op: the JIT code's instructions in all, then the K lines of
+source that cost most, each the innermost frame (`--within FILE`: the outermost frame in
+FILE instead, e.g. emu/_fast.py, so that a call's inlined helpers count at its line). Only
+JIT code is counted: the child's Python, numpy and the validator's own work before the run
+are outside it, the validator's compiled pass inside it.
 
 The debug build runs other code than the one of instructions.py (its counts are of the
 same order, not equal). It reads numba's object cache through two private names
