@@ -14,9 +14,10 @@ range is an error naming the file and the key, raised before anything runs:
     [overrides]                            # profile keys (--set)
     "media.optane.read_latency_ns" = { from = 150, to = 600, step = 150 }   # ... or a range
 
-A point is one (scenario, profile, options, overrides) of the grid's cartesian product; every
-point is checked by parsing the argv `emu run` would take (the real parser: option types and
-ranges exactly as `emu run` checks them) and each distinct override set by load_profile. Its
+A point is one (scenario, profile, options, overrides) of the grid's cartesian product. The
+grid's size is checked first; then each option value by the real parser (`emu run`'s types and
+ranges), each override value of each profile by load_profile, and each combination of options
+by the parser, once each, not once per point. Its
 id is a short sha256 of the canonical JSON of its resolved configuration (every option of
 the scenario, defaults included, and the overrides), so the same configuration always has the
 same id, wherever it runs.
@@ -28,10 +29,13 @@ import io
 import itertools
 import json
 import math
+import os
+import re
+import stat
 import tomllib
 from typing import NamedTuple
 
-from emu.studies.options import CliError
+from emu.studies.options import CliError, _parse_set
 from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
 from memmodel.profile import ProfileError, load_profile
 
@@ -39,6 +43,7 @@ SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"
             "options": None, "overrides": None}   # None: any key (checked per scenario/profile)
 RANGE_KEYS = ("from", "to", "step")
 MAX_POINTS = 100_000
+MAX_SPEC_BYTES = 1 << 20   # a spec is a few lines; /dev/zero is no spec
 # options the sweep sets itself, or that make no sense for one point
 RESERVED_OPTIONS = ("profile", "set", "json", "quiet", "sensitivity", "help", "h")
 
@@ -72,52 +77,90 @@ class Spec(NamedTuple):
         return list(BASE_COLUMNS) + list(self.options) + list(self.overrides) + list(ROW_COLUMNS)
 
 
+def _count(where, raw):
+    """The number of values of a swept key (a list, a range table {from, to, step} with `to`
+    included, or one scalar), the range checked and counted as a number, nothing built."""
+    if not isinstance(raw, dict):
+        n = len(raw) if isinstance(raw, list) else 1
+        if not n:
+            raise CliError(f"{where}: empty list")
+        return n
+    unknown = sorted(set(raw) - set(RANGE_KEYS))
+    if unknown:
+        raise CliError(f"{where}: unknown key {unknown[0]!r} in a range (keys: from, to, step)")
+    missing = [k for k in RANGE_KEYS if k not in raw]
+    if missing:
+        raise CliError(f"{where}: a range needs {', '.join(missing)}")
+    lo, hi, step = (raw[k] for k in RANGE_KEYS)
+    for k in RANGE_KEYS:
+        if isinstance(raw[k], bool) or not isinstance(raw[k], (int, float)) \
+                or not math.isfinite(raw[k]):
+            raise CliError(f"{where}.{k}: must be a number, got {raw[k]!r}")
+    if step <= 0:
+        raise CliError(f"{where}.step: must be > 0, got {step!r}")
+    if lo > hi:
+        raise CliError(f"{where}: empty range (from {lo!r} > to {hi!r})")
+    # as a float first: a tiny step (1e-320) or a huge span overflows to inf, not a list
+    steps = (hi - lo) / step
+    if not math.isfinite(steps) or steps >= MAX_POINTS:
+        raise CliError(f"{where}: more than {MAX_POINTS} values (from {lo!r} to {hi!r} by {step!r})")
+    return math.floor(steps * (1 + 1e-12)) + 1
+
+
 def _values(where, raw):
     """The list of values of a swept key: a list, a range table {from, to, step} (`to`
     included), or one scalar."""
+    n = _count(where, raw)
     if isinstance(raw, dict):
-        unknown = sorted(set(raw) - set(RANGE_KEYS))
-        if unknown:
-            raise CliError(f"{where}: unknown key {unknown[0]!r} in a range (keys: from, to, step)")
-        missing = [k for k in RANGE_KEYS if k not in raw]
-        if missing:
-            raise CliError(f"{where}: a range needs {', '.join(missing)}")
-        lo, hi, step = (raw[k] for k in RANGE_KEYS)
-        for k in RANGE_KEYS:
-            if isinstance(raw[k], bool) or not isinstance(raw[k], (int, float)) \
-                    or not math.isfinite(raw[k]):
-                raise CliError(f"{where}.{k}: must be a number, got {raw[k]!r}")
-        if step <= 0:
-            raise CliError(f"{where}.step: must be > 0, got {step!r}")
-        if lo > hi:
-            raise CliError(f"{where}: empty range (from {lo!r} > to {hi!r})")
-        n = math.floor((hi - lo) / step * (1 + 1e-12)) + 1
-        if n > MAX_POINTS:
-            raise CliError(f"{where}: {n} values, more than {MAX_POINTS}")
+        lo, step = raw["from"], raw["step"]
         if all(isinstance(raw[k], int) for k in RANGE_KEYS):
             return [lo + i * step for i in range(n)]
         return [round(lo + i * step, 12) for i in range(n)]
     vals = raw if isinstance(raw, list) else [raw]
-    if not vals:
-        raise CliError(f"{where}: empty list")
+    seen = set()
     for v in vals:
         if isinstance(v, (list, dict)) or not isinstance(v, (bool, int, float, str)):
             raise CliError(f"{where}: a value must be a number, string or boolean, got {v!r}")
-    texts = [_arg_text(v) for v in vals]
-    twice = [v for i, v in enumerate(vals) if texts[i] in texts[:i]]
-    if twice:
-        raise CliError(f"{where}: {twice[0]!r} given twice")
+        if _arg_text(v) in seen:
+            raise CliError(f"{where}: {v!r} given twice")
+        seen.add(_arg_text(v))
     return vals
 
 
-def _flat(table, prefix=""):
-    """Dotted keys of a [overrides] table: `"a.b.c" = ...` or nested [overrides.a.b] tables;
-    a table with a from/to/step key is a range, not a section."""
-    for k, v in table.items():
-        if isinstance(v, dict) and not set(v) & set(RANGE_KEYS):
-            yield from _flat(v, f"{prefix}{k}.")
+def _flat(table):
+    """[(path, value)] of the keys of a [overrides] table, `"a.b.c" = ...` (path ("a.b.c",))
+    or nested [overrides.a.b] tables (path ("a", "b", "c")); a table with a from/to/step key
+    is a range, not a section. A walk without recursion: a spec may nest tables deeply."""
+    out, stack = [], [((), iter(table.items()))]
+    while stack:
+        path, items = stack[-1]
+        for k, v in items:
+            if isinstance(v, dict) and not set(v) & set(RANGE_KEYS):
+                stack.append(((*path, k), iter(v.items())))
+                break
+            out.append(((*path, k), v))
         else:
-            yield f"{prefix}{k}", v
+            stack.pop()
+    return out
+
+
+def _spelling(path):
+    """How the spec writes an override's key path, e.g. overrides."media.optane".x."""
+    return ".".join(["overrides", *(k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+                                    for k in path)])
+
+
+def _overrides(where, table):
+    """{dotted key: raw value} of the [overrides] table; CliError for a key given twice,
+    dotted and as a table (both spellings named)."""
+    out, spelt = {}, {}
+    for path, v in _flat(table):
+        k = ".".join(path)
+        if k in out:
+            raise CliError(f"{where}: {spelt[k]} and {_spelling(path)} are the same key {k} "
+                           f"(give it once)")
+        out[k], spelt[k] = v, _spelling(path)
+    return out
 
 
 def _strings(where, raw):
@@ -170,17 +213,38 @@ def point_id(config):
     return hashlib.sha256(config.encode()).hexdigest()[:12]
 
 
-def load_spec(path):
-    """The Spec of file `path`, every point checked; CliError naming the file and the key."""
-    # the real parser, and the registry (tests replace it there)
-    from emu.studies import cli
+def _read_spec(path):
+    """The TOML data of the spec file `path`: a regular file of at most MAX_SPEC_BYTES,
+    checked before it is read (a FIFO or /dev/zero would be read without end)."""
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise CliError(f"{path}: no such sweep spec") from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot read the sweep spec: {e.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CliError(f"{path}: not a regular file (a sweep spec is a TOML file)")
+    with open(fd, "rb") as f:
+        data = f.read(MAX_SPEC_BYTES + 1)   # it may have grown since fstat
+    if max(st.st_size, len(data)) > MAX_SPEC_BYTES:
+        raise CliError(f"{path}: more than {MAX_SPEC_BYTES} bytes, too big for a sweep spec")
+    try:
+        return tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise CliError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise CliError(f"{path}: not valid TOML: nested too deeply") from None
+
+
+def load_spec(path):
+    """The Spec of file `path`, every point checked; CliError naming the file and the key.
+    The grid's size is counted and checked first, then each key and each of its values once
+    (not once per point), then the points are built."""
+    # the real parser, and the registry (tests replace it there)
+    from emu.studies import cli
+    raw = _read_spec(path)
     for sec, val in raw.items():
         if sec not in SECTIONS:
             raise CliError(f"{path}: unknown section [{sec}] (sections: {', '.join(SECTIONS)})")
@@ -205,9 +269,16 @@ def load_spec(path):
         if not any(v in getattr(known[s], "VARIANTS", (v,)) for s in scenarios):
             raise CliError(f"{path}: sweep.variants: no scenario of the sweep has variant {v!r}")
     metrics = _strings(f"{path}: sweep.metrics", head["metrics"]) if "metrics" in head else []
-    options = {k: _values(f"{path}: options.{k}", v) for k, v in raw.get("options", {}).items()}
-    overrides = {k: _values(f"{path}: overrides.{k}", v)
-                 for k, v in _flat(raw.get("overrides", {}))}
+    raw_options = {f"options.{k}": v for k, v in raw.get("options", {}).items()}
+    raw_overrides = {f"overrides.{k}": v
+                     for k, v in _overrides(path, raw.get("overrides", {})).items()}
+    # the size before any value is built or checked: 2 keys of 100000 values fail at once
+    n = math.prod(_count(f"{path}: {k}", v) for k, v in (raw_options | raw_overrides).items())
+    n *= sum(len(profiles[s]) for s in scenarios)
+    if n > MAX_POINTS:
+        raise CliError(f"{path}: {n} points, more than {MAX_POINTS}")
+    options = {k[8:]: _values(f"{path}: {k}", v) for k, v in raw_options.items()}
+    overrides = {k[10:]: _values(f"{path}: {k}", v) for k, v in raw_overrides.items()}
     for k in options:
         if k.lstrip("-") != k or k in RESERVED_OPTIONS or k in BASE_COLUMNS + ROW_COLUMNS:
             raise CliError(f"{path}: options.{k}: not a scenario option (write it without "
@@ -217,7 +288,7 @@ def load_spec(path):
             raise CliError(f"{path}: overrides.{k}: a profile key is dotted (e.g. core.freq_ghz)")
 
     parser = cli.build_parser()
-    # each value alone first, so that an error names its key
+    # each value alone, once, so that an error names its key
     for s in scenarios:
         sub = _scenario_parser(parser, s)
         for k, vals in options.items():
@@ -228,36 +299,29 @@ def load_spec(path):
                     _parse(parser, ["run", s, *_option_argv(k, v)])
                 except CliError as e:
                     raise CliError(f"{path}: options.{k} = {v!r}: {e}") from None
-        for p in profiles[s]:
-            try:
-                load_profile(p)
-            except ProfileError as e:
-                raise CliError(f"{path}: sweep.profiles: {e}") from None
-            for k, vals in overrides.items():
-                for v in vals:
-                    try:
-                        load_profile(p, {k: v})
-                    except ProfileError as e:
-                        raise CliError(f"{path}: overrides.{k} = {v!r}: {e}") from None
+    for p in dict.fromkeys(p for s in scenarios for p in profiles[s]):
+        try:
+            load_profile(p)
+        except ProfileError as e:
+            raise CliError(f"{path}: sweep.profiles: {e}") from None
+        for k, vals in overrides.items():
+            for v in vals:
+                try:
+                    load_profile(p, {k: v})
+                except ProfileError as e:
+                    raise CliError(f"{path}: overrides.{k} = {v!r}: {e}") from None
 
-    n = math.prod(len(v) for v in [*options.values(), *overrides.values()])
-    n *= sum(len(profiles[s]) for s in scenarios)
-    if n > MAX_POINTS:
-        raise CliError(f"{path}: {n} points, more than {MAX_POINTS}")
-    points, checked = [], set()
+    # --set's parse of each override value, as `emu run` would take it (the id's "overrides")
+    parsed = {k: [_parse_set(f"{k}={_arg_text(v)}")[1] for v in vals]
+              for k, vals in overrides.items()}
+    points = []
     for s in scenarios:
+        ops = [tuple(zip(options, op)) for op in itertools.product(*options.values())]
+        resolved = [_resolved(parser, path, s, op) for op in ops]   # once per combination
         for p in profiles[s]:
-            for ov in itertools.product(*overrides.values()):
-                ov = tuple(zip(overrides, ov))
-                if (p, ov) not in checked:
-                    try:
-                        load_profile(p, dict(ov) or None)
-                    except ProfileError as e:
-                        raise CliError(f"{path}: overrides {_shown(ov)}: {e}") from None
-                    checked.add((p, ov))
-                for op in itertools.product(*options.values()):
-                    op = tuple(zip(options, op))
-                    points.append(_point(parser, path, s, p, op, ov))
+            for ov in itertools.product(*(range(len(v)) for v in overrides.values())):
+                ov = [(k, overrides[k][i], parsed[k][i]) for k, i in zip(overrides, ov)]
+                points += [_point(s, p, op, res, ov) for op, res in zip(ops, resolved)]
     seen = {}
     for pt in points:
         if pt.id in seen:
@@ -272,20 +336,30 @@ def _shown(pairs):
     return ", ".join(f"{k} = {v!r}" for k, v in pairs)
 
 
-def _point(parser, path, scenario, profile, options, overrides):
-    argv = ["run", scenario, "--profile", profile, "--quiet"]
-    for k, v in overrides:
-        argv += ["--set", f"{k}={_arg_text(v)}"]
+def _resolved(parser, path, scenario, options):
+    """Every option of `emu run SCENARIO` given `options` ((key, value), ...), defaults
+    included: the id's "options" (what argparse resolves does not depend on the profile)."""
+    argv = ["run", scenario]
     for k, v in options:
         argv += _option_argv(k, v)
     try:
         args = _parse(parser, argv)
     except CliError as e:
-        raise CliError(f"{path}: point {scenario} on {profile}, {_shown(options + overrides)}: {e}") \
-            from None
-    resolved = {k: v for k, v in vars(args).items()
-                if k not in ("command", "scenario", "profile", "overrides", "json", "quiet",
-                             "sensitivity")}
+        raise CliError(f"{path}: point {scenario}, {_shown(options)}: {e}") from None
+    return {k: v for k, v in vars(args).items()
+            if k not in ("command", "scenario", "profile", "overrides", "json", "quiet",
+                         "sensitivity")}
+
+
+def _point(scenario, profile, options, resolved, overrides):
+    """The Point of `options` (resolved by _resolved) and `overrides` ((key, value as swept,
+    value as --set parses it), ...)."""
+    argv = ["run", scenario, "--profile", profile, "--quiet"]
+    for k, v, _ in overrides:
+        argv += ["--set", f"{k}={_arg_text(v)}"]
+    for k, v in options:
+        argv += _option_argv(k, v)
     config = canonical({"scenario": scenario, "profile": profile, "options": resolved,
-                        "overrides": dict(args.overrides)})
-    return Point(scenario, profile, options, overrides, tuple(argv), config, point_id(config))
+                        "overrides": {k: parsed for k, _, parsed in overrides}})
+    return Point(scenario, profile, options, tuple((k, v) for k, v, _ in overrides), tuple(argv),
+                 config, point_id(config))
