@@ -1,12 +1,13 @@
 """The `emu sweep` command and its --plot."""
 import json
 import os
+import shlex
 
 from emu.studies import plots
 from emu.studies.options import CliError, plot_figure, quiet_option
 from emu.studies.progress import wanted
 from emu.studies.sweep.results import read_results, write_parquet
-from emu.studies.sweep.runners import CLUSTER_INSTALL, run_sweep
+from emu.studies.sweep.runners import CLUSTER_INSTALL, check_scheduler, run_sweep
 from emu.studies.sweep.spec import load_spec
 
 
@@ -68,7 +69,9 @@ def configure(parser):
                         help="continue RESULTS: skip the points already in it")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="local worker processes (default: the number of CPUs; 1 runs in "
-                             "this process)")
+                             "this process; at most the number of CPUs)")
+    parser.add_argument("--oversubscribe", action="store_true",
+                        help="allow --workers above the number of CPUs")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run on this Dask distributed scheduler (e.g. tcp://host:8786) "
                              f"instead of local processes ({CLUSTER_INSTALL})")
@@ -83,18 +86,25 @@ def configure(parser):
 def cmd(args):
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers {args.workers}: must be at least 1")
+    cpus = os.cpu_count() or 1
+    if args.workers is not None and args.workers > cpus and not args.oversubscribe:
+        raise CliError(f"--workers {args.workers}: more than the {cpus} CPUs of this machine "
+                       f"(--oversubscribe allows it)")
     if args.scheduler is not None and args.workers is not None:
         raise CliError("--workers: the Dask cluster has its own workers (not with --scheduler)")
     if args.plot:
         plot_figure(args.plot)
     if args.scheduler is not None:
+        check_scheduler(args.scheduler)
         try:
             import dask.distributed  # noqa: F401   checked before the (slow) runs
         except ImportError:
             raise CliError(f"--scheduler needs dask.distributed: {CLUSTER_INSTALL}") from None
     spec = load_spec(args.spec)
     out = args.out or os.path.splitext(args.spec)[0] + ".csv"
-    summary = run_sweep(spec, out, args.resume, args.workers, args.scheduler, wanted(args))
+    argv = getattr(args, "argv", None) or ["sweep", args.spec, "--out", out]
+    again = shlex.join(["emu", *argv, *(["--resume"] if "--resume" not in argv else [])])
+    summary = run_sweep(spec, out, args.resume, args.workers, args.scheduler, wanted(args), again)
     summary["results"] = out
     summary["parquet"] = write_parquet(out)
     summary["plots"] = write_plots(spec, out, args.plot) if args.plot else []
@@ -104,5 +114,9 @@ def cmd(args):
             f"(status=error), {summary['skipped']} already in {out}\nresults: {out}\n")
     if summary["parquet"]:
         text += f"results: {summary['parquet']}\n"
+    if summary["duplicates"]:
+        n = len(summary["duplicates"])
+        text += (f"warning: {n} point{'s are' if n != 1 else ' is'} in {out} more than once "
+                 f"(docs/sweeps.md, \"Atomic rows and --resume\")\n")
     return text + "".join(f"plot: {p}\n" for p in summary["plots"])
 

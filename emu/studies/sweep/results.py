@@ -2,18 +2,22 @@
 with the point id, the scenario, the profile, one column per swept key, the resolved
 configuration as JSON, the number of rows of the point, status (ok or error) and the error
 message. All rows of a point are written by one os.write to a file opened O_APPEND, after its
-header; `--resume` drops a torn or incomplete last point (only the last write can be cut) and
-skips the points whose id is in the file. With pyarrow installed RESULTS.parquet is written
+header; the file is locked (flock) for the whole run. `--resume` reads it line by line, drops
+a torn or incomplete last point (only the last write can be cut), skips the points whose id is
+in the file and reports those written more than once. With pyarrow installed RESULTS.parquet is written
 beside it at the end (a temporary file renamed into place).
 """
 import csv
+import fcntl
 import io
 import os
+import stat
 
 from emu.studies.options import CliError
 
 BASE_COLUMNS = ("point_id", "scenario", "profile")
 ROW_COLUMNS = ("variant", "metric", "value", "status", "error", "point_rows", "config")
+MAX_LINE_BYTES = 1 << 20   # a row is a few KiB (its config); the file is read line by line
 
 def _field(v):
     if v is None:
@@ -57,53 +61,144 @@ def _write_all(fd, data):
 
 def read_results(path):
     """(header, rows as dicts) of a results CSV."""
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:
         r = csv.reader(f)
         header = next(r, None)
         return header, [dict(zip(header, row)) for row in r]
 
 
-def _complete_prefix(path, header_line):
-    """The length of the complete part of the results file at `path`: a torn last line, and
-    a last point with fewer rows than its point_rows says (the write was cut), are not.
-    CliError if the file is not a results file of these columns."""
-    with open(path, "rb") as f:
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    lines = data[:end].split(b"\n")[:-1]
-    if not lines:
-        return 0
-    if lines[0].decode() != header_line:
+def open_regular(path, flags, where):
+    """(fd, stat) of `path` opened with `flags`, a regular file (O_NONBLOCK: a FIFO opens at
+    once, then is refused rather than waited on); CliError `where: ...` otherwise.
+    FileNotFoundError and FileExistsError are left to the caller."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except (FileNotFoundError, FileExistsError):
+        raise
+    except OSError as e:
+        raise CliError(f"{where}: cannot open: {e.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CliError(f"{where}: not a regular file")
+    return fd, st
+
+
+def lock_results(path):
+    """(fd, created) of the results file `path`, opened (created if missing) and locked
+    (flock, exclusive) for the whole run: two sweeps on one file would write its points twice.
+    The lock is on the file itself, so none is left behind; it ends with the process that
+    holds it. CliError if the file is not a regular file or another process holds the lock
+    (its pid from the kernel's /proc/locks)."""
+    for _ in range(10):   # until the inode locked is the one at `path` (see below)
+        try:
+            fd, st = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, f"--out {path}")
+            created = True
+        except FileExistsError:
+            fd, st = open_regular(path, os.O_RDWR, f"--out {path}")
+            created = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = _lock_holder(st)
+            raise CliError(f"--out {path}: in use by another emu sweep"
+                           f"{f' (pid {holder})' if holder else ''}: one run per results file") \
+                from None
+        try:
+            if os.stat(path).st_ino == st.st_ino:
+                return fd, created
+        except FileNotFoundError:
+            pass
+        os.close(fd)   # removed by a run that failed before writing it: open it anew
+    raise CliError(f"--out {path}: keeps being removed and created")
+
+
+def _lock_holder(st):
+    """The pid holding a flock on the file of stat `st`, from /proc/locks (Linux), or None."""
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if "FLOCK" in fields and want in fields and "->" not in fields:
+                    return int(fields[fields.index(want) - 1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _line_text(path, lineno, line):
+    try:
+        return line.decode()
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: line {lineno} is not UTF-8 text: not a results file of "
+                       f"emu sweep") from None
+
+
+def _scan(f, path, header_line):
+    """(the length of the complete part, {point id: times written}) of the results file `f`
+    (binary, at its start), read line by line (lines of at most MAX_LINE_BYTES): a torn last
+    line, and a last point with fewer rows than its point_rows says (the write was cut), are
+    not complete. CliError if the file is not a results file of these columns."""
+    def lines():
+        while line := f.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                raise CliError(f"{path}: a line of more than {MAX_LINE_BYTES} bytes: not a "
+                               f"results file of emu sweep")
+            if not line.endswith(b"\n"):
+                return   # torn by a kill
+            yield line
+    it = enumerate(lines(), 1)
+    _, head = next(it, (0, b""))
+    if not head:
+        return 0, {}
+    if _line_text(path, 1, head) != header_line + "\n":
         raise CliError(f"{path}: not the results of this spec: its columns are "
-                       f"{lines[0].decode()}, this spec's {header_line}")
+                       f"{_line_text(path, 1, head).rstrip()}, this spec's {header_line}")
     cols = next(csv.reader([header_line]))
     i_id, i_n = cols.index("point_id"), cols.index("point_rows")
-    recs = [next(csv.reader([ln.decode()])) for ln in lines[1:]]
-    # the last point: the trailing run of rows with its id
-    start = len(recs)
-    while start > 0 and recs[start - 1][i_id] == recs[-1][i_id]:
-        start -= 1
-    try:
-        declared = int(recs[-1][i_n]) if recs else 0
-    except (ValueError, IndexError):
-        raise CliError(f"{path}: last row {recs[-1]!r} is no results row") from None
-    if recs and declared != len(recs) - start:
-        end = sum(len(ln) + 1 for ln in lines[:1 + start])
-    return end
+    end = start = len(head)
+    times, last, rows, declared = {}, None, 0, 0
+    for lineno, line in it:
+        rec = next(csv.reader([_line_text(path, lineno, line)]), [])
+        pid = rec[i_id] if rec else ""
+        # a point's rows are one write; a new id, or more rows than the point has, a new one
+        # (two runs writing the same points in the same order write them back to back)
+        if pid != last or rows == declared:
+            try:
+                declared = int(rec[i_n])
+            except (ValueError, IndexError):
+                declared = 0
+            if declared < 1:
+                raise CliError(f"{path}: line {lineno} is no results row: {rec!r}")
+            last, start, rows = pid, end, 0
+            times[pid] = times.get(pid, 0) + 1
+        rows += 1
+        end += len(line)
+    if rows != declared:   # the last write was cut
+        end = start
+        times[last] -= 1
+        if not times[last]:
+            del times[last]
+    return end, times
 
 
-def points_done(path, spec, resume):
-    """The ids of the points already in the results file `path` (none if there is none);
-    with `resume` an incomplete last point is cut off first, without it a file is an error."""
-    exists = os.path.exists(path) and os.path.getsize(path) > 0
-    if exists and not resume:
+def points_done(fd, path, spec, resume):
+    """(the ids of the points already in the results file, {id: times} of those written more
+    than once) of the locked results file `fd` at `path`; with `resume` an incomplete last
+    point is cut off first, without it a file that is not empty is an error."""
+    size = os.fstat(fd).st_size
+    if size and not resume:
         raise CliError(f"--out {path}: exists (--resume continues it; or remove it)")
-    if not exists:
-        return set()
-    keep = _complete_prefix(path, spec.header_line)
-    if keep < os.path.getsize(path):
-        os.truncate(path, keep)
-    return {r["point_id"] for r in read_results(path)[1]} if keep else set()
+    if not size:
+        return set(), {}
+    with open(os.dup(fd), "rb") as f:
+        f.seek(0)
+        keep, times = _scan(f, path, spec.header_line)
+    if keep < size:
+        os.ftruncate(fd, keep)
+    return set(times), {pid: n for pid, n in times.items() if n > 1}
 
 
 def open_results(path, spec):

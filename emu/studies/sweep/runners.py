@@ -1,11 +1,22 @@
 """Running the points of a sweep: run_point (what a worker runs) and the executors it runs
 on: this process, a local process pool, or a Dask cluster."""
+import ctypes
 import numbers
 import os
+import re
+import shlex
+import signal
+import sys
 
 from emu.studies.options import CliError
 from emu.studies.progress import progress
-from emu.studies.sweep.results import _write_all, open_results, point_csv, points_done
+from emu.studies.sweep.results import (
+    _write_all,
+    lock_results,
+    open_results,
+    point_csv,
+    points_done,
+)
 
 CLUSTER_INSTALL = "pip install 'cacheline-emu[cluster]'"
 
@@ -63,17 +74,32 @@ class _Serial:
     def results(self, futures):
         yield from futures
 
-    def close(self):
+    def close(self, now=False):
         pass
+
+
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+def _worker_init(parent_pid, lock_fd):
+    """A pool worker's start: it dies with the parent (a SIGKILL of the sweep leaves no
+    worker running), leaves Ctrl-C to the parent and does not hold the results file's lock."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.close(lock_fd)   # the lock is on the parent's open file: it stays the parent's
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:   # the parent died before the death signal was set
+        os._exit(1)
 
 
 class _Pool:
     """A local process pool forked from this process, after the core was warmed up here."""
 
-    def __init__(self, workers):
+    def __init__(self, workers, lock_fd):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-        self.ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        self.ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=_worker_init, initargs=(os.getpid(), lock_fd))
 
     def submit(self, fn, *a):
         return self.ex.submit(fn, *a)
@@ -88,7 +114,11 @@ class _Pool:
             raise CliError(f"a worker process died ({e}); --resume runs the points not "
                            f"written") from None
 
-    def close(self):
+    def close(self, now=False):
+        if now:   # interrupted: the running points are not waited for
+            for p in list((self.ex._processes or {}).values()):
+                p.kill()
+                p.join()
         self.ex.shutdown(cancel_futures=True)
 
 
@@ -100,8 +130,9 @@ class _Dask:
             raise CliError(f"--scheduler needs dask.distributed: {CLUSTER_INSTALL}") from None
         try:
             self.client = Client(address, timeout=30)
-        except (OSError, TimeoutError) as e:
-            raise CliError(f"--scheduler {address}: cannot connect: {e}") from None
+        except Exception as e:  # noqa: BLE001   whatever dask raises: the address is bad
+            raise CliError(f"--scheduler {address}: cannot connect: {type(e).__name__}: "
+                           f"{e}") from None
 
     def submit(self, fn, *a):
         return self.client.submit(fn, *a, pure=False)
@@ -116,17 +147,55 @@ class _Dask:
                 raise CliError(f"a Dask task failed ({type(e).__name__}: {e}); --resume "
                                f"runs the points not written") from None
 
-    def close(self):
+    def close(self, now=False):
         if getattr(self, "futures", None):
             self.client.cancel(self.futures)
         self.client.close()
 
 
-def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False):
-    """Run the points of `spec` not already in `out`, appending each as it finishes;
-    {"points", "skipped", "ok", "errors"}."""
-    done = points_done(out, spec, resume)
-    todo = [p for p in spec.points if p.id not in done]
+def check_scheduler(address):
+    """CliError unless `address` is SCHEME://HOST:PORT or HOST:PORT (checked before the runs;
+    whether it answers, dask finds out)."""
+    m = re.fullmatch(r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]@]+):(\d{1,5})",
+                     address)
+    if not m or not 0 < int(m[2]) < 65536:
+        raise CliError(f"--scheduler {address!r}: not an address (SCHEME://HOST:PORT or "
+                       f"HOST:PORT, e.g. tcp://127.0.0.1:8786)")
+
+
+def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False, again=None):
+    """Run the points of `spec` not already in `out`, appending each as it finishes, the
+    results file locked throughout; {"points", "skipped", "ok", "errors", "duplicates"}.
+    `again` is the command that continues the sweep, for the message of a Ctrl-C."""
+    again = again or shlex.join(["emu", "sweep", spec.path, "--out", out, "--resume"])
+    fd, created = lock_results(out)   # before the file is read: no second run in between
+    try:
+        done, twice = points_done(fd, out, spec, resume)
+        if twice:
+            print(f"emu: warning: {out}: {len(twice)} point{'s' * (len(twice) != 1)} written "
+                  f"more than once (two runs at once, before the lock?); each is skipped: "
+                  + ", ".join(f"{pid} {n} times" for pid, n in sorted(twice.items())[:10])
+                  + (", ..." if len(twice) > 10 else ""), file=sys.stderr)
+        todo = [p for p in spec.points if p.id not in done]
+        counts = {"ok": 0, "errors": 0}
+        try:
+            _run(spec, out, todo, workers, scheduler, show, fd, counts)
+        except KeyboardInterrupt:
+            n = len(spec.points) - len(todo) + counts["ok"] + counts["errors"]
+            raise CliError(f"interrupted: {n} of {len(spec.points)} points are in {out}; "
+                           f"continue with: {again}") from None
+    except BaseException:
+        if created and os.fstat(fd).st_size == 0:   # nothing written: leave no file
+            os.unlink(out)
+        raise
+    finally:
+        os.close(fd)   # the lock ends here
+    return {"points": len(spec.points), "skipped": len(spec.points) - len(todo),
+            "ok": counts["ok"], "errors": counts["errors"], "duplicates": twice}
+
+
+def _run(spec, out, todo, workers, scheduler, show, lock_fd, counts):
+    """Run `todo` on the executor asked for, counting into `counts`."""
     by_id = {p.id: p for p in todo}
     # the executor first: a cluster that cannot be reached leaves no file behind
     if scheduler is not None:
@@ -136,8 +205,8 @@ def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False)
     else:
         from emu.machine import Machine
         Machine.warmup()   # compiled (or loaded) once here; the forked workers inherit it
-        ex = _Pool(min(workers or os.cpu_count(), len(todo)))
-    errors = 0
+        ex = _Pool(min(workers or os.cpu_count(), len(todo)), lock_fd)
+    interrupted = False
     try:
         fd = open_results(out, spec)
         try:
@@ -146,11 +215,18 @@ def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False)
                           enabled=show, unit="point") as bar:
                 for pid, rows, error in ex.results(futures):
                     _write_all(fd, point_csv(spec, by_id[pid], rows, error))
-                    errors += error is not None
+                    counts["errors" if error is not None else "ok"] += 1
                     bar.update(1)
         finally:
             os.close(fd)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        ex.close()
-    return {"points": len(spec.points), "skipped": len(spec.points) - len(todo),
-            "ok": len(todo) - errors, "errors": errors}
+        # a second Ctrl-C while the workers stop would print a traceback
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if interrupted else None
+        try:
+            ex.close(now=interrupted)
+        finally:
+            if interrupted:
+                signal.signal(signal.SIGINT, handler)

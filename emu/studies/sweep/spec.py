@@ -31,12 +31,11 @@ import json
 import math
 import os
 import re
-import stat
 import tomllib
 from typing import NamedTuple
 
 from emu.studies.options import CliError, _parse_set
-from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
+from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line, open_regular
 from memmodel.profile import ProfileError, load_profile
 
 SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"),
@@ -217,15 +216,9 @@ def _read_spec(path):
     """The TOML data of the spec file `path`: a regular file of at most MAX_SPEC_BYTES,
     checked before it is read (a FIFO or /dev/zero would be read without end)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd, st = open_regular(path, os.O_RDONLY, path)
     except FileNotFoundError:
         raise CliError(f"{path}: no such sweep spec") from None
-    except OSError as e:
-        raise CliError(f"{path}: cannot read the sweep spec: {e.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise CliError(f"{path}: not a regular file (a sweep spec is a TOML file)")
     with open(fd, "rb") as f:
         data = f.read(MAX_SPEC_BYTES + 1)   # it may have grown since fstat
     if max(st.st_size, len(data)) > MAX_SPEC_BYTES:
