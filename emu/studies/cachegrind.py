@@ -12,11 +12,9 @@ instructions. The emulator's own events: Cyc
 A site without a source line (a trace's, a function of a vectorised builder) is file ???
 line 0, as cachegrind writes code without debug information.
 """
-import os
-import tempfile
-
 from emu import profiler
 from emu.state import STALL_CAUSES
+from emu.studies import outfiles
 
 # (event, how to get it from a site's counters)
 EVENTS = (
@@ -57,14 +55,8 @@ def text(p, desc, cmd):
     return "".join(out)
 
 
-def write(path, p, desc, cmd):
-    """Write `p` to `path` whole or not at all (a temporary file renamed into place)."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".cachegrind-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text(p, desc, cmd))
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def write(path, p, desc, cmd, option="--cachegrind"):
+    """Write `p` to `path` whole or not at all, never onto anything but a regular file or a
+    new name (emu.studies.outfiles: CliError naming `option` otherwise)."""
+    with outfiles.replacing(option) as stage, open(stage(path), "w") as f:
+        f.write(text(p, desc, cmd))

@@ -248,7 +248,12 @@ def _compare_plot(result, directory):
     n = len(result["variants"]) * len(result["profiles"])
     fig = plots.figure(width_in=min(4.0 + 0.35 * n, 16.0), height_in=4.5)
     plots.grouped_bars(fig, result["scenario"], result["metric"], result["variants"])
-    return plots.write_figures(directory, [(f"compare-{result['scenario']}", fig)])
+    return plots.write_figures(directory, [(_compare_plot_name(result["scenario"]), fig)])
+
+
+def _compare_plot_name(scenario):
+    """The basename of compare's plot (checked before the runs)."""
+    return f"compare-{scenario}"
 
 
 def _cmd_compare(args):
@@ -258,8 +263,8 @@ def _cmd_compare(args):
     twice = [p for p in dict.fromkeys(args.profiles) if args.profiles.count(p) > 1]
     if twice:
         raise CliError(f"--profiles: {twice[0]} given twice")
-    if args.plot:
-        plot_figure(args.plot)
+    if args.plot is not None:   # '' is an error, not "no plot"
+        plot_figure(args.plot, [_compare_plot_name(mod.NAME)])
     # every profile and swap is checked before the first (slow) run
     overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
     values = {}
@@ -335,8 +340,10 @@ def _cmd_validate(args):
         if n not in names:
             where = f" of {', '.join(args.profile)}" if args.profile else ""
             raise CliError(f"--only {n}: no such row{where} (rows: {', '.join(names)})")
-    figure = plot_figure(args.plot) if args.plot else None
-    results = validate.run_rows(validate.select(args.profile, args.only))
+    rows = validate.select(args.profile, args.only)
+    figure = (plot_figure(args.plot, sorted({validate.plot_name(r.profile) for r in rows}))
+              if args.plot is not None else None)   # '' is an error, not "no plot"
+    results = validate.run_rows(rows)
     paths = validate.write_plots(results, args.plot, figure) if args.plot else []
     if args.json:
         return json.dumps(validate.report(results), indent=2) + "\n"

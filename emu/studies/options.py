@@ -1,9 +1,6 @@
 """What the `emu` subcommands share: the usage error, --profile/--set/--json, --quiet,
 the scenarios' subparsers, --plot's check, and the plain-text table."""
 import argparse
-import os
-
-from emu.studies import plots
 
 
 class CliError(Exception):
@@ -86,11 +83,15 @@ def scenario_parsers(parser, scenarios, required=True):
 
 
 
-def plot_figure(directory):
+def plot_figure(directory, names=()):
     """matplotlib's Figure class for --plot DIR, checked before any (slow) run: CliError if
-    DIR is a file or matplotlib is missing (saying how to install it)."""
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise CliError(f"--plot {directory}: not a directory")
+    DIR is empty or no directory, if an entry of DIR matching a glob pattern of `names`
+    (the basenames the command writes, with .png and .svg) is not a regular file
+    (emu.studies.outfiles), or if matplotlib is missing (saying how to install it)."""
+    # imported here: plots and outfiles import CliError from this module
+    from emu.studies import outfiles, plots
+    outfiles.check_output_dir(directory, "--plot", [f"{n}.{ext}" for n in names
+                                                    for ext in plots.FORMATS])
     try:
         return plots.matplotlib_figure()
     except ImportError:

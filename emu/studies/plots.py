@@ -14,7 +14,8 @@ add to them:
     plots.write_figures("out", [("compare-dax-write-usercopy", fig)])
 """
 import os
-import tempfile
+
+from emu.studies import outfiles
 
 INSTALL = "pip install 'cacheline-emu[plot]'"   # what to tell a user without matplotlib
 FORMATS = ("png", "svg")                         # every plot is written in each
@@ -32,32 +33,21 @@ def figure(width_in=7.0, height_in=4.0):
     return matplotlib_figure()(figsize=(width_in, height_in), layout="constrained")
 
 
-def write_figures(directory, figures):
+def write_figures(directory, figures, option="--plot"):
     """Write each (basename, figure) of `figures` (an iterable, e.g. a generator that builds
     them one by one) as DIRECTORY/BASENAME.png and .svg. Every file is rendered to a
     temporary file in `directory` (created if missing) and all are renamed into place only
-    when every one succeeded, so an error leaves no partial output. Returns the paths
-    written, PNG then SVG per figure."""
+    when every one succeeded, so an error leaves no partial output; a target that exists
+    and is not a regular file is never replaced: CliError, before its figure is rendered
+    (emu.studies.outfiles). Returns the paths written, PNG then SVG per figure."""
     os.makedirs(directory, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    done = []
-    try:
+    paths = []
+    with outfiles.replacing(option) as stage:
         for name, fig in figures:
             for fmt in FORMATS:
-                fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=f".{fmt}", dir=directory)
-                os.close(fd)
-                done.append((tmp, os.path.join(directory, f"{name}.{fmt}")))
-                fig.savefig(tmp, format=fmt, dpi=DPI)
-                os.chmod(tmp, 0o666 & ~umask)   # mkstemp's 0600 is for the temporary file only
-    except BaseException:
-        for tmp, _ in done:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        raise
-    for tmp, path in done:
-        os.replace(tmp, path)
-    return [path for _, path in done]
+                paths.append(os.path.join(directory, f"{name}.{fmt}"))
+                fig.savefig(stage(paths[-1]), format=fmt, dpi=DPI)
+    return paths
 
 
 def _bar_axes(fig, title, ylabel, groups):

@@ -6,11 +6,11 @@ variant's profile sums its machines' (warm-up runs included). --variant picks th
 printed. Options go after SCENARIO (argparse gives a subcommand's own defaults priority).
 """
 import json
-import os
 
 from emu import profiler
 from emu.state import STALL_CAUSES
 from emu.studies import cachegrind, trace_cmd
+from emu.studies.outfiles import check_output_path
 from emu.studies.options import (
     CliError,
     machine_options,
@@ -29,6 +29,7 @@ SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf"
          "dependency": "dep", "fence": "fence", "flush": "flush", "smap": "smap",
          "work": "work", "mispredict": "mispred", "fault": "fault",
          "retire_wait": "retire", "busy": "busy"}
+PLOTS = ("profile-cycles", "profile-regions")   # the basenames of --plot's files
 
 
 def _counter_table(first, rows, total):
@@ -133,12 +134,11 @@ def cmd(args):
     for name in ("top", "lines"):
         if not 1 <= getattr(args, name) <= 10_000:
             raise CliError(f"--{name} {getattr(args, name)}: not in 1..10000")
-    if args.plot:
-        plot_figure(args.plot)
-    if args.cachegrind:
-        d = os.path.dirname(os.path.abspath(args.cachegrind))
-        if not os.path.isdir(d):
-            raise CliError(f"--cachegrind {args.cachegrind}: no directory {d}")
+    # the outputs are checked before the (slow) run; '' is an error, not "no output"
+    if args.plot is not None:
+        plot_figure(args.plot, PLOTS)
+    if args.cachegrind is not None:
+        check_output_path(args.cachegrind, "--cachegrind")
     if args.file:
         with profiler.capture() as c:
             trace_cmd.cmd_trace(args)
@@ -171,4 +171,4 @@ def plot_profiles(directory, title, profiles):
                 regions.setdefault(f"{r} LLC", {})[k] = d["llc_misses"]
     fig2 = plots.figure(width_in=min(5.0 + 0.8 * len(regions), 16.0), height_in=4.5)
     plots.grouped_bars(fig2, f"{title}: demand misses per region", "misses", regions)
-    return plots.write_figures(directory, [("profile-cycles", fig), ("profile-regions", fig2)])
+    return plots.write_figures(directory, list(zip(PLOTS, (fig, fig2))))

@@ -1,17 +1,22 @@
 """The `emu sweep` command and its --plot."""
+import importlib.util
 import json
 import os
 import shlex
 
 from emu.studies import plots
 from emu.studies.options import CliError, plot_figure, quiet_option
+from emu.studies.outfiles import check_output_path
 from emu.studies.progress import wanted
-from emu.studies.sweep.results import read_results, write_parquet
+from emu.studies.sweep.results import PARQUET_OPTION, parquet_path, read_results, write_parquet
 from emu.studies.sweep.runners import CLUSTER_INSTALL, check_scheduler, run_sweep
 from emu.studies.sweep.spec import load_spec
 
 
 # ---------------------------------------------------------------------------- plots
+PLOT_NAME = "sweep-{scenario}-{metric}-{key}"   # the basename of a --plot file
+
+
 def _num(text):
     try:
         return float(text)
@@ -52,19 +57,35 @@ def write_plots(spec, out, directory):
         for (scenario, metric, key), series in plot_series(spec, rows).items():
             fig = plots.figure(width_in=8.0, height_in=4.5)
             plots.lines(fig, f"{scenario}: {metric}", key, metric, series)
-            yield f"sweep-{scenario}-{metric}-{key}", fig
+            yield PLOT_NAME.format(scenario=scenario, metric=metric, key=key), fig
     return plots.write_figures(directory, figures())
 
 
 # ---------------------------------------------------------------------------- the command
+def _check_outputs(out):
+    """CliError, before any run, if the results CSV `out` or its Parquet copy (when pyarrow
+    will write one) is no regular file or new name, or if the two are the same file (a
+    later --resume would read the Parquet copy as the CSV)."""
+    check_output_path(out, "--out")
+    parquet = parquet_path(out)
+    if os.path.abspath(parquet) == os.path.abspath(out):
+        raise CliError(f"--out {out}: --out names the results CSV; its Parquet copy is written "
+                       f"beside it as {parquet}, here the same file (e.g. --out "
+                       f"{os.path.splitext(out)[0]}.csv)")
+    if importlib.util.find_spec("pyarrow") is not None:
+        check_output_path(parquet, PARQUET_OPTION)
+
+
 def configure(parser):
     parser.add_argument("spec", metavar="SPEC.toml",
                         help="the grid: [sweep] scenario(s), profiles, variants, metrics; "
                              "[options] and [overrides], a list or a range {from, to, step} "
                              "per key")
     parser.add_argument("--out", metavar="RESULTS",
-                        help="results CSV, appended point by point (default: SPEC with .csv); "
-                             "also RESULTS.parquet with pyarrow installed")
+                        help="the results CSV, appended point by point (default: SPEC with "
+                             ".csv); with pyarrow installed also its Parquet copy beside it, "
+                             "RESULTS with .parquet for its suffix (so RESULTS must not end in "
+                             ".parquet)")
     parser.add_argument("--resume", action="store_true",
                         help="continue RESULTS: skip the points already in it")
     parser.add_argument("--workers", type=int, metavar="N",
@@ -92,8 +113,8 @@ def cmd(args):
                        f"(--oversubscribe allows it)")
     if args.scheduler is not None and args.workers is not None:
         raise CliError("--workers: the Dask cluster has its own workers (not with --scheduler)")
-    if args.plot:
-        plot_figure(args.plot)
+    if args.plot is not None:   # '' is an error, not "no plot"
+        plot_figure(args.plot, [PLOT_NAME.format(scenario="*", metric="*", key="*")])
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
         try:
@@ -101,7 +122,8 @@ def cmd(args):
         except ImportError:
             raise CliError(f"--scheduler needs dask.distributed: {CLUSTER_INSTALL}") from None
     spec = load_spec(args.spec)
-    out = args.out or os.path.splitext(args.spec)[0] + ".csv"
+    out = os.path.splitext(args.spec)[0] + ".csv" if args.out is None else args.out
+    _check_outputs(out)
     argv = getattr(args, "argv", None) or ["sweep", args.spec, "--out", out]
     again = shlex.join(["emu", *argv, *(["--resume"] if "--resume" not in argv else [])])
     summary = run_sweep(spec, out, args.resume, args.workers, args.scheduler, wanted(args), again)

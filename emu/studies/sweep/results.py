@@ -13,6 +13,7 @@ import io
 import os
 import stat
 
+from emu.studies import outfiles
 from emu.studies.options import CliError
 
 BASE_COLUMNS = ("point_id", "scenario", "profile")
@@ -67,23 +68,6 @@ def read_results(path):
         return header, [dict(zip(header, row)) for row in r]
 
 
-def open_regular(path, flags, where):
-    """(fd, stat) of `path` opened with `flags`, a regular file (O_NONBLOCK: a FIFO opens at
-    once, then is refused rather than waited on); CliError `where: ...` otherwise.
-    FileNotFoundError and FileExistsError are left to the caller."""
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    except (FileNotFoundError, FileExistsError):
-        raise
-    except OSError as e:
-        raise CliError(f"{where}: cannot open: {e.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise CliError(f"{where}: not a regular file")
-    return fd, st
-
-
 def lock_results(path):
     """(fd, created) of the results file `path`, opened (created if missing) and locked
     (flock, exclusive) for the whole run: two sweeps on one file would write its points twice.
@@ -92,10 +76,10 @@ def lock_results(path):
     (its pid from the kernel's /proc/locks)."""
     for _ in range(10):   # until the inode locked is the one at `path` (see below)
         try:
-            fd, st = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, f"--out {path}")
+            fd, st = outfiles.open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, "--out")
             created = True
         except FileExistsError:
-            fd, st = open_regular(path, os.O_RDWR, f"--out {path}")
+            fd, st = outfiles.open_regular(path, os.O_RDWR, "--out")
             created = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -202,33 +186,38 @@ def points_done(fd, path, spec, resume):
 
 
 def open_results(path, spec):
-    """The results file opened O_APPEND, its header written if it is new (or empty)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    """The results file opened O_APPEND, its header written if it is new (or empty); a
+    symbolic link or anything not a regular file is refused (emu.studies.outfiles)."""
+    fd = outfiles.open_append(path, "--out")
     if os.fstat(fd).st_size == 0:
         _write_all(fd, (spec.header_line + "\n").encode())
     return fd
 
 
+PARQUET_OPTION = "--out's Parquet copy"   # how errors name the Parquet file
+
+
+def parquet_path(path):
+    """The Parquet copy of the results CSV `path`: beside it, with .parquet for its suffix."""
+    return os.path.splitext(path)[0] + ".parquet"
+
+
 def write_parquet(path):
-    """RESULTS.parquet (path with .parquet for its suffix) from the whole CSV, via a temporary
-    file renamed into place; None without pyarrow."""
+    """RESULTS.parquet (parquet_path) from the whole CSV, written whole or not at all and
+    never onto anything but a regular file or a new name (emu.studies.outfiles); None
+    without pyarrow."""
     try:
         import pyarrow as pa
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
     except ImportError:
         return None
-    target = os.path.splitext(path)[0] + ".parquet"
+    target = parquet_path(path)
     # every column as text but these two, so a column's type never depends on the rows read
     types = {n: pa.string() for n in read_results(path)[0]}
     types["value"], types["point_rows"] = pa.float64(), pa.int64()
     table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=types,
                                                                       strings_can_be_null=False))
-    tmp = f"{target}.tmp{os.getpid()}"
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with outfiles.replacing(PARQUET_OPTION) as stage:
+        pq.write_table(table, stage(target))
     return target

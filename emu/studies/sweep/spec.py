@@ -31,11 +31,12 @@ import json
 import math
 import os
 import re
+import stat
 import tomllib
 from typing import NamedTuple
 
 from emu.studies.options import CliError, _parse_set
-from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line, open_regular
+from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
 from memmodel.profile import ProfileError, load_profile
 
 SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"),
@@ -216,9 +217,15 @@ def _read_spec(path):
     """The TOML data of the spec file `path`: a regular file of at most MAX_SPEC_BYTES,
     checked before it is read (a FIFO or /dev/zero would be read without end)."""
     try:
-        fd, st = open_regular(path, os.O_RDONLY, path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise CliError(f"{path}: no such sweep spec") from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot open: {e.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CliError(f"{path}: not a regular file")
     with open(fd, "rb") as f:
         data = f.read(MAX_SPEC_BYTES + 1)   # it may have grown since fstat
     if max(st.st_size, len(data)) > MAX_SPEC_BYTES:

@@ -14,7 +14,7 @@ KNOWN_GAPS; benchmarks.py the microbenchmark programs the rows run; results.py r
 them, the table, --json, the markdown of docs/validation.md and --suggest-gaps;
 figures.py the plots of --plot; __main__.py `python -m emu.studies.validate`.
 """
-from emu.studies.validate.figures import write_plots
+from emu.studies.validate.figures import plot_name, write_plots
 from emu.studies.validate.results import (
     Result,
     markdown,
@@ -35,6 +35,6 @@ from emu.studies.validate.rows import (
     select,
 )
 
-__all__ = ["BAND", "KNOWN_GAPS", "REASONS", "ROWS", "Result", "Row", "markdown", "profiles",
-           "report", "run_row", "run_rows", "select", "status", "suggest_gaps", "table",
+__all__ = ["BAND", "KNOWN_GAPS", "REASONS", "ROWS", "Result", "Row", "markdown", "plot_name",
+           "profiles", "report", "run_row", "run_rows", "select", "status", "suggest_gaps", "table",
            "write_plots"]

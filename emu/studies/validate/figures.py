@@ -53,8 +53,13 @@ def _render(Figure, profile, rs):
     return fig
 
 
+def plot_name(profile):
+    """The basename of `profile`'s plot (checked by `emu validate` before its run)."""
+    return f"validate-{profile}"
+
+
 def write_plots(results, directory, Figure):
     """One plot per profile in `directory`, validate-PROFILE.png and .svg, written by
     plots.write_figures (nothing partial is left on an error). Returns the paths written."""
-    return plots.write_figures(directory, ((f"validate-{profile}", _render(Figure, profile, rs))
+    return plots.write_figures(directory, ((plot_name(profile), _render(Figure, profile, rs))
                                            for profile, rs in results.items()))
