@@ -145,6 +145,10 @@ class Machine:
         self.pt, self.frames = mm.init_sections(
             self.layout, self.S, regions, media_ids,
             {n: v["media"][n]["persistence"] for n in self.media_names})
+        # the core takes spare rows unasked (mm.grow checks the limit only when they run
+        # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
+        limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
+        self.frames = self.frames[:limit].copy()
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}
         self._cycles_per_unit = cycles_per_unit(v)
@@ -228,36 +232,39 @@ class Machine:
         sites, cost, fixups, _ = self._check(program)
         return self._run_checked(program, sites, cost, fixups, drain)
 
-    def _check(self, program, repeat=False):
-        """What every run of `program` on this machine shares, done once (run_rounds and
-        repeat run a program many times): validation, the table of its sites' ids in this
-        machine, its cycle bound, whether it has exception-table ops (refused if `repeat`),
-        and its ops plus cache lines touched. Returns (sites, cost, fixups, units)."""
+    def _bound(self, program, repeat=False):
+        """(cycle bound, fixups, ops plus lines touched) of a run of `program`, validated
+        (exception-table ops refused if `repeat`), the machine not changed."""
         _announce_compile(self)
         work, units, fixups, peer = program.validate()
         if repeat and fixups:
             raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
                              "N times to read each run's RunResult.left()")
-        cost = work + units * self._cycles_per_unit
-        self._check_clock(program, cost)
-        sites = self._site_table(program)
         if peer and len(self.profile.values["cache"]) < 2:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
                              "profile has one level")
-        return sites, cost, fixups, units
+        return work + units * self._cycles_per_unit, fixups, units
 
-    def _check_clock(self, program, cost):
+    def _check(self, program, repeat=False):
+        """What every run of `program` on this machine shares, done once (run_rounds and
+        repeat run a program many times): _bound's checks and the table of its sites' ids
+        in this machine. Returns (sites, cost, fixups, units)."""
+        cost, fixups, units = self._bound(program, repeat)
+        self._check_clock(f"program of {len(program)} ops", cost)
+        return self._site_table(program), cost, fixups, units
+
+    def _check_clock(self, what, cost):
         bound = self.cycles + cost
         if bound >= CLOCK_LIMIT:
-            raise ProgramError(f"program of {len(program)} ops may take up to {bound:.3g} "
-                               f"cycles, beyond the emulated clock's limit {CLOCK_LIMIT:.3g} "
-                               f"(the clock is at {self.cycles}): split it, or shorten its "
-                               "WORK ops and bulk operations")
+            raise ProgramError(f"{what} may take up to {bound:.3g} cycles, beyond the "
+                               f"emulated clock's limit {CLOCK_LIMIT:.3g} (the clock is at "
+                               f"{self.cycles}): split it, or shorten its WORK ops and bulk "
+                               "operations")
 
     def _run_checked(self, program, sites, cost, fixups, drain):
         """Run `program` whose _check gave (sites, cost, fixups)."""
-        self._check_clock(program, cost)   # the clock has moved since the check
+        self._check_clock(f"program of {len(program)} ops", cost)   # the clock moved since
         return self._run_ops(program, sites, fixups, drain)
 
     def _run_ops(self, program, sites, fixups, drain):
@@ -312,9 +319,13 @@ class Machine:
         for program in programs:
             if not isinstance(program, Program):
                 raise TypeError(f"run() takes a Program, not {type(program).__name__}")
+        # N repetitions against the clock's limit before anything, a site table included
+        bounds = [self._bound(program, repeat=True) for program in programs]
+        self._check_clock(f"{n} repetitions of {sum(map(len, programs))} ops",
+                          int(n) * sum(max(cost, 1) for cost, _, _ in bounds))
         runs, units = [], 0
-        for program in programs:
-            sites, cost, fixups, u = self._check(program, repeat=True)
+        for program, (cost, fixups, u) in zip(programs, bounds):
+            sites = self._site_table(program)
             runs.append(partial(self._run_checked, program, sites, cost, fixups))
             units += u
         start = self.cycles
@@ -323,15 +334,19 @@ class Machine:
         return RunResult(cycles, cycles / (self.freq_ghz * 1e9),
                          sum(len(p) for p in programs) * int(n), fast_forwarded=skipped)
 
-    def _check_mapped(self, addr, n):
+    def _check_mapped(self, addr, n, max_bytes=None):
         """The facade's one check before compiled code sees an address range: whole numbers,
-        inside the physical address space (compiled lookups do not bounds-check), mapped."""
+        at most `max_bytes` long if given, inside the physical address space (compiled
+        lookups do not bounds-check), mapped."""
         for what, v in (("address", addr), ("size", n)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"{what} must be an integer, not {type(v).__name__} ({v!r})")
         addr, n = int(addr), int(n)
         if n < 0:
             raise ValueError(f"size {n} at address {addr:#x} is negative")
+        if max_bytes is not None and n > max_bytes:
+            raise ValueError(f"size {n} at address {addr:#x}: more than the memory limit "
+                             f"(Machine(memory_limit_bytes={max_bytes})); read it in parts")
         if addr < 0 or addr + max(n, 1) > PHYS_LIMIT:
             raise UnmappedAccess("unmapped access", -1, "(facade)", addr,
                                  f"[{addr:#x}, +{n}) is outside the physical address space "
@@ -391,8 +406,9 @@ class Machine:
         return None
 
     def read(self, addr, n):
-        """Bytes at [addr, addr+n) as the program sees them (no timing)."""
-        self._check_mapped(addr, n)
+        """Bytes at [addr, addr+n) as the program sees them (no timing); at most
+        memory_limit_bytes at once."""
+        self._check_mapped(addr, n, self.memory_limit_bytes)
         return mm.read_bytes(self.S, self.pt, self.frames, addr, n).tobytes()
 
     def crash(self):

@@ -8,6 +8,8 @@ ProfileError naming the file and the key.
 """
 import copy
 import math
+import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -184,16 +186,60 @@ def _shipped_path(name):
     return Path(str(resources.files("memmodel") / "profiles" / f"{name}.toml"))
 
 
-def _read_toml(path):
+#: The largest TOML file read (a profile, a --media table): profiles are a few KiB.
+MAX_TOML_BYTES = 1 << 20
+#: The deepest nesting of tables and arrays in a profile's data (a profile needs 4:
+#: media.NAME.key.value); deeper data would exhaust the parser's and copy's recursion.
+MAX_TOML_DEPTH = 32
+
+
+def read_toml(path, what="profile file"):
+    """The TOML data of the regular file `path` of at most MAX_TOML_BYTES, nested at most
+    MAX_TOML_DEPTH deep; anything else is a ProfileError naming the file (`what` says what
+    it is for). Opened non-blocking (a FIFO cannot hang the open) and checked on the open
+    descriptor, so the file checked is the file read."""
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise ProfileError(f"{path}: no such profile file") from None
+        raise ProfileError(f"{path}: no such {what}") from None
     except OSError as e:
-        raise ProfileError(f"{path}: cannot read the profile file: {e.strerror}") from None
+        raise ProfileError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ProfileError(f"{path}: cannot read the {what}: not a regular file")
+        if info.st_size > MAX_TOML_BYTES:
+            raise ProfileError(f"{path}: cannot read the {what}: {info.st_size} bytes, more "
+                               f"than the limit of {MAX_TOML_BYTES}")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_TOML_BYTES + 1)   # + 1: a file that grew since fstat
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TOML_BYTES:
+        raise ProfileError(f"{path}: cannot read the {what}: more than the limit of "
+                           f"{MAX_TOML_BYTES} bytes")
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: not valid TOML: nested too deeply") from None
+    check_depth(raw, path)
+    return raw
+
+
+def check_depth(data, where):
+    """ProfileError if dicts and lists in `data` nest deeper than MAX_TOML_DEPTH (counted
+    without recursion, so any depth is refused cleanly)."""
+    level = [data]
+    for _ in range(MAX_TOML_DEPTH):   # after each pass: the containers one level deeper
+        level = [v for x in level for v in (x.values() if isinstance(x, dict) else x)
+                 if isinstance(v, (dict, list))]
+        if not level:
+            return
+    raise ProfileError(f"{where}: tables or arrays nested more than {MAX_TOML_DEPTH} deep")
 
 
 def _head(raw, where):
@@ -243,7 +289,7 @@ def _with_parent(raw, here, chain):
 def _load_raw(path, chain):
     if str(path) in chain:
         raise ProfileError(f"{path}: inherit cycle through {' -> '.join(chain)}")
-    raw, files = _with_parent(_read_toml(path), path, chain + [str(path)])
+    raw, files = _with_parent(read_toml(path), path, chain + [str(path)])
     return raw, files + [str(path)]
 
 
@@ -422,11 +468,15 @@ def check_regions(regions, media, where):
 def _apply_overrides(raw, overrides, fname):
     if not isinstance(overrides, dict):
         raise ProfileError(f"overrides must be a dict of dotted keys, not {overrides!r}")
+    check_depth(overrides, "overrides")
     for dotted, val in overrides.items():
         if not isinstance(dotted, str):
             raise ProfileError(f"{fname}: override {dotted!r}: a key is a dotted string")
         node = raw
         parts = dotted.split(".")
+        if len(parts) > MAX_TOML_DEPTH:   # no profile key is this deep; keep the message short
+            raise ProfileError(f"{fname}: override {dotted[:60]!r}...: a key of {len(parts)} "
+                               f"parts, more than the {MAX_TOML_DEPTH} a profile nests")
         for p in parts[:-1]:
             if not isinstance(node, dict) or p not in node:
                 raise ProfileError(f"{fname}: override {dotted!r}: no section {p!r}")
@@ -453,6 +503,7 @@ def load_profile(spec, overrides=None):
             raise ProfileError("overrides apply to a profile name, path or dict, not a loaded Profile")
         return spec
     if isinstance(spec, dict):
+        check_depth(spec, "<dict>")   # before deepcopy, which recurses
         raw = copy.deepcopy(spec)
         name = _head(raw, "<dict>").pop("name", "<dict>")
         raw, files = _with_parent(raw, None, [])

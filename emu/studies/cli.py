@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-import tomllib
 from typing import Callable, NamedTuple
 
 from emu.results import EmuFault
@@ -37,7 +36,7 @@ from emu.studies.scenarios import (
 )
 from isa.program import ProgramError
 from memmodel.media import KIND_IDS
-from memmodel.profile import ProfileError, load_profile, shipped_profiles
+from memmodel.profile import ProfileError, load_profile, read_toml, shipped_profiles
 
 
 class Command(NamedTuple):
@@ -157,32 +156,39 @@ def _cmd_run(args):
 class MediaSwap(NamedTuple):
     text: str            # REGION=KIND_OR_FILE as typed, for messages
     region: str
-    kind: str | None     # a media kind, or None with `table` read from a file
-    table: dict | None   # the file's [media.NAME] table: key -> number
+    kind: str | None     # a media kind, or None with `path` a file
+    path: str | None     # a file holding one [media.NAME] table
+    table: dict | None = None   # that table (key -> number), once _read_media read it
 
 
 def _media_swap(item):
-    """--media REGION=KIND_OR_FILE; FILE (ending in .toml or holding a /) is read here, so a
-    bad file fails before any scenario runs."""
+    """--media REGION=KIND_OR_FILE, split; a FILE (ending in .toml or holding a /) is read by
+    _read_media in the command, inside main()'s error handling, before any scenario runs."""
     region, sep, target = (s.strip() for s in item.partition("="))
     if not sep or not region or not target:
         raise argparse.ArgumentTypeError(f"expected REGION=KIND_OR_FILE, got {item!r}")
     if target.endswith(".toml") or "/" in target:
-        try:
-            with open(target, "rb") as f:
-                media = tomllib.load(f).get("media")
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise argparse.ArgumentTypeError(f"{item}: cannot read {target}: {e}") from None
-        if not isinstance(media, dict) or len(media) != 1 or not isinstance(
-                table := next(iter(media.values())), dict):
-            raise argparse.ArgumentTypeError(f"{item}: {target} must hold one [media.NAME] table")
-        # a sourced number may be written as in a profile, { value = ..., source = ... }
-        table = {k: v["value"] if isinstance(v, dict) and "value" in v else v for k, v in table.items()}
-        return MediaSwap(item, region, None, {k: v for k, v in table.items() if _is_number(v)})
+        return MediaSwap(item, region, None, target)
     if target not in KIND_IDS:
         raise argparse.ArgumentTypeError(f"{item}: unknown media kind {target!r} "
                                          f"(kinds: {', '.join(KIND_IDS)})")
     return MediaSwap(item, region, target, None)
+
+
+def _read_media(swap):
+    """`swap` with the table of its file read (bounded as a profile is), if it names one."""
+    if swap.path is None:
+        return swap
+    try:
+        media = read_toml(swap.path, "media file").get("media")
+    except ProfileError as e:
+        raise CliError(f"--media {swap.text}: {e}") from None
+    if not isinstance(media, dict) or len(media) != 1 or not isinstance(
+            table := next(iter(media.values())), dict):
+        raise CliError(f"--media {swap.text}: {swap.path} must hold one [media.NAME] table")
+    # a sourced number may be written as in a profile, { value = ..., source = ... }
+    table = {k: v["value"] if isinstance(v, dict) and "value" in v else v for k, v in table.items()}
+    return swap._replace(table={k: v for k, v in table.items() if _is_number(v)})
 
 
 def _is_number(v):
@@ -207,7 +213,7 @@ def _media_overrides(profile, swaps):
             raise CliError(f"--media {s.text}: region {s.region!r} is on media.{own}, already "
                            f"swapped by --media {swapped[own]}")
         swapped[own] = s.text
-        if s.table is None:
+        if s.kind is not None:
             kinds = [m for m, t in values["media"].items() if t["kind"] == s.kind]
             if not kinds:
                 raise CliError(f"--media {s.text}: profile {profile!r} has no media of kind "
@@ -260,6 +266,7 @@ def _cmd_compare(args):
     mod = registry()[args.scenario]
     if not args.profiles:
         raise CliError("--profiles: name at least one profile")
+    args.media = [_read_media(s) for s in args.media]
     twice = [p for p in dict.fromkeys(args.profiles) if args.profiles.count(p) > 1]
     if twice:
         raise CliError(f"--profiles: {twice[0]} given twice")

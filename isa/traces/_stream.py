@@ -1,11 +1,13 @@
 """What every trace format shares: TraceChunk, accesses turned into LOAD/STORE op rows (split
 into 64-byte pieces, and into chunks of about CHUNK_LINES ops), and the bounds of an access."""
+import os
+import stat
 from typing import NamedTuple
 
 import numpy as np
 
 from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, N_COLS, PHYS_LIMIT, Op
-from isa.program import Program
+from isa.program import Program, ProgramError
 
 CHUNK_LINES = 1 << 18  # measured: larger chunks are no faster (cache misses) and take more memory
 _MAX_PIECE = 64
@@ -30,6 +32,21 @@ class TraceChunk(NamedTuple):
     def first_line(self):
         """Source line (npy: row) of the chunk's first op."""
         return int(self.line[0])
+
+
+def _open_regular(name):
+    """The trace file `name` opened for reading in binary, if it is a regular file;
+    ProgramError if not: a trace is read more than once (its format sniffed, --map-trace's
+    pages gathered), a device such as /dev/zero never ends, and a FIFO without a writer
+    would block the open, which is therefore non-blocking, checked on the descriptor."""
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProgramError(f"{name}: cannot read trace: not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 # -- building ops ---------------------------------------------------------------------------

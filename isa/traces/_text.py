@@ -1,6 +1,7 @@
 """Text traces (lackey, din): read in blocks of CHUNK_BYTES cut at line boundaries (a .gz
 decompressed as it is read), each run of lines handed to a format's vectorised parser; and
 the byte-level tools those parsers share (line table, digit parsing, error messages)."""
+import contextlib
 import gzip
 import os
 import zlib
@@ -12,6 +13,7 @@ from isa.program import ProgramError
 from isa.traces._stream import (
     _INT64_MAX,
     _numbered,
+    _open_regular,
     _positive,
     _range_why,
     _size_why,
@@ -37,9 +39,16 @@ _NOT_WS = np.ones(256, dtype=np.int32)
 _NOT_WS[list(b" \t\n\r\x0b\x0c")] = 0
 
 
+@contextlib.contextmanager
 def _open(name):
-    """Binary file object of a trace; a name ending in .gz is decompressed as it is read."""
-    return gzip.open(name, "rb") if name.lower().endswith(".gz") else open(name, "rb")
+    """Binary file object of a trace (a regular file: _open_regular); a name ending in .gz
+    is decompressed as it is read."""
+    with _open_regular(name) as raw:
+        if not name.lower().endswith(".gz"):
+            yield raw
+            return
+        with gzip.open(raw, "rb") as f:
+            yield f
 
 
 def _file_blocks(name, chunk_bytes):

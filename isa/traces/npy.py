@@ -18,6 +18,7 @@ from isa.traces._stream import (
     _concat,
     _in_range,
     _numbered,
+    _open_regular,
     _positive,
     _range_why,
     _size_why,
@@ -37,12 +38,17 @@ def _npy_map(name):
         raise ProgramError(f"{name}: a gzip-compressed .npy cannot be memory-mapped; "
                            "decompress it first (gunzip)")
     try:
+        _open_regular(name).close()   # np.load maps by name: checked just before
         a = np.load(name, mmap_mode="r", allow_pickle=False)
+    except ProgramError:
+        raise
     except (OSError, ValueError, EOFError) as e:
         raise ProgramError(f"{name}: cannot load as .npy ({e}); {_NPY_SHAPES}") from e
     if not isinstance(a, np.ndarray):  # .npz archives
         a.close()
         raise ProgramError(f"{name}: not a single .npy array; {_NPY_SHAPES}")
+    if a.ndim == 0:   # a scalar has no rows (len() of it raises)
+        raise ProgramError(f"{name}: a 0-dimensional array (a scalar), not rows; {_NPY_SHAPES}")
     return a
 
 
