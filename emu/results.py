@@ -34,8 +34,9 @@ class MachineCheck(EmuFault):
     """Poison consumed outside a machine-check-safe copy: unrecoverable."""
 
 
-class MemoryLimitFault(EmuFault):
-    """The op would need more functional memory than Machine(memory_limit_bytes) allows."""
+class MemoryLimitFault(EmuFault, mm.MemoryLimit):
+    """The op would need more functional memory than Machine(memory_limit_bytes) allows: a
+    precise fault, and the MemoryLimit that write() raises, so one except catches both."""
 
 
 def fault(status, i, site, addr, name):

@@ -52,6 +52,9 @@ def test_the_memory_limit_holds_for_runs_as_for_writes():
         m.write(base, b"x")
     with pytest.raises(MemoryLimitFault):
         m.run(Program().store(base, b"\1" * 8))
+    # one type names the limit for both: the fault is the MemoryLimit write() raises
+    with pytest.raises(mm.MemoryLimit):
+        m.run(Program().store(base, b"\1" * 8))
     # room for two pages beside the RESERVED_FRAMES every machine holds: a third is refused
     m = Machine("skylake-ddr4", memory_limit_bytes=(mm.RESERVED_FRAMES + 2) * PAGE)
     m.run(Program().store(base, b"\1" * 8).store(base + PAGE, b"\2" * 8))

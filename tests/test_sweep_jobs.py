@@ -87,7 +87,7 @@ def test_the_spec_must_be_a_small_regular_file(capsys, calls, tmp_path, kind):
         write(tmp_path, '[sweep]\nscenario = "fake"\n' + "#" * (1 << 20) + "\n", "big.toml")
     err = refused(capsys, path, "--out", str(tmp_path / "r.csv"))
     assert err.startswith(f"emu: error: {path}: ") and (
-        "more than 1048576 bytes" if kind == "too-big" else "not a regular file") in err, err
+        "more than the limit of 1048576" if kind == "too-big" else "not a regular file") in err, err
 
 
 @pytest.mark.parametrize("text", [

@@ -31,19 +31,16 @@ import json
 import math
 import os
 import re
-import stat
-import tomllib
 from typing import NamedTuple
 
 from emu.studies.options import CliError, _parse_set
 from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
-from memmodel.profile import ProfileError, load_profile
+from memmodel.profile import ProfileError, load_profile, read_toml
 
 SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"),
             "options": None, "overrides": None}   # None: any key (checked per scenario/profile)
 RANGE_KEYS = ("from", "to", "step")
 MAX_POINTS = 100_000
-MAX_SPEC_BYTES = 1 << 20   # a spec is a few lines; /dev/zero is no spec
 # options the sweep sets itself, or that make no sense for one point
 RESERVED_OPTIONS = ("profile", "set", "json", "quiet", "sensitivity", "help", "h")
 
@@ -214,28 +211,13 @@ def point_id(config):
 
 
 def _read_spec(path):
-    """The TOML data of the spec file `path`: a regular file of at most MAX_SPEC_BYTES,
-    checked before it is read (a FIFO or /dev/zero would be read without end)."""
+    """The TOML data of the spec file `path`: a regular file of at most MAX_TOML_BYTES,
+    checked before it is read (a FIFO or /dev/zero would be read without end), nested at most
+    MAX_TOML_DEPTH deep (memmodel.profile.read_toml, the one bounded TOML reader)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such sweep spec") from None
-    except OSError as e:
-        raise CliError(f"{path}: cannot open: {e.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise CliError(f"{path}: not a regular file")
-    with open(fd, "rb") as f:
-        data = f.read(MAX_SPEC_BYTES + 1)   # it may have grown since fstat
-    if max(st.st_size, len(data)) > MAX_SPEC_BYTES:
-        raise CliError(f"{path}: more than {MAX_SPEC_BYTES} bytes, too big for a sweep spec")
-    try:
-        return tomllib.loads(data.decode())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise CliError(f"{path}: not valid TOML: {e}") from None
-    except RecursionError:
-        raise CliError(f"{path}: not valid TOML: nested too deeply") from None
+        return read_toml(path, "sweep spec")
+    except ProfileError as e:
+        raise CliError(str(e)) from None
 
 
 def load_spec(path):
