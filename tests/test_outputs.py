@@ -205,3 +205,17 @@ def test_the_results_file_is_opened_only_if_regular(tmp_path, kind):
     with pytest.raises(CliError, match=f"--out {bad}: a "):
         sweep.open_results(str(bad), types.SimpleNamespace(header_line="point_id"))
     assert snapshot(tmp_path) == before
+
+
+def test_ctrl_c_is_one_line_and_the_sigint_status(capsys, monkeypatch):
+    """A KeyboardInterrupt anywhere in a command (here the fake's run) is one line, exit 130:
+    the outputs are written whole or not at all, so there is nothing to clean up."""
+    def interrupted(args):
+        raise KeyboardInterrupt
+    fake = types.SimpleNamespace(NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4",
+                                 VARIANTS=("a",), SENSITIVE=(), __doc__="fake\n", run=interrupted,
+                                 configure=lambda p: None, table=lambda r: "")
+    monkeypatch.setattr(cli, "registry", lambda: {"fake": fake})
+    assert main(["run", "fake"]) == 130
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "emu: error: interrupted\n")

@@ -251,7 +251,7 @@ def test_ctrl_c_stops_with_one_line_saying_how_to_resume(tmp_path):
         for w in filter(_alive, [proc.pid, *workers]):
             os.kill(w, signal.SIGKILL)
     points = {r["point_id"] for r in rows_of(out)}
-    assert (proc.returncode, stdout) == (2, "")
+    assert (proc.returncode, stdout) == (130, "")
     assert stderr == (f"emu: error: interrupted: {len(points)} of 30 points are in {out}; continue "
                       f"with: emu sweep {spec} --out {out} --workers 2 --quiet --resume\n")
     assert not any(map(_alive, workers))

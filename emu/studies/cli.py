@@ -20,6 +20,7 @@ from emu.studies import plots, profile_cmd, spectre, sweep, trace_cmd, validate
 from emu.studies.fio import FioError
 from emu.studies.options import (
     CliError,
+    Interrupted,
     machine_options,
     plot_figure,
     quiet_option,
@@ -408,7 +409,10 @@ def main(argv=None):
         text = COMMANDS[args.command].run(args)
     except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:
         print(f"emu: error: {e}", file=sys.stderr)
-        return 2
+        return getattr(e, "status", 2)
+    except KeyboardInterrupt:   # outputs are written whole or not at all: nothing is torn
+        print("emu: error: interrupted", file=sys.stderr)
+        return Interrupted.status
     except Exception as e:   # a bug: still no traceback for the user, but say it is one
         if os.environ.get("EMU_TRACEBACK"):
             raise

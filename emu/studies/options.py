@@ -5,6 +5,12 @@ import argparse
 
 class CliError(Exception):
     """A usage problem found after argument parsing (reported like the others)."""
+    status = 2   # the exit status
+
+
+class Interrupted(CliError):
+    """Ctrl-C: one line saying what was kept, and the shell's status for SIGINT."""
+    status = 130
 
 
 

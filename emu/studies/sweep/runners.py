@@ -8,7 +8,7 @@ import shlex
 import signal
 import sys
 
-from emu.studies.options import CliError
+from emu.studies.options import CliError, Interrupted
 from emu.studies.progress import progress
 from emu.studies.sweep.results import (
     _write_all,
@@ -182,7 +182,7 @@ def run_sweep(spec, out, resume=False, workers=None, scheduler=None, show=False,
             _run(spec, out, todo, workers, scheduler, show, fd, counts)
         except KeyboardInterrupt:
             n = len(spec.points) - len(todo) + counts["ok"] + counts["errors"]
-            raise CliError(f"interrupted: {n} of {len(spec.points)} points are in {out}; "
+            raise Interrupted(f"interrupted: {n} of {len(spec.points)} points are in {out}; "
                            f"continue with: {again}") from None
     except BaseException:
         if created and os.fstat(fd).st_size == 0:   # nothing written: leave no file
