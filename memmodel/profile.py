@@ -2,7 +2,10 @@
 
 A profile is a TOML file. Every number that shapes timing is written as an inline table
 with its provenance, `{ value = 4, source = "[ILX] NewMemLat" }`, or, where no source gives
-it, `{ value = 2, assumption = "why this value" }`. Strings and booleans are plain.
+it, `{ value = 2, assumption = "why this value" }`. A value measured on another machine than the
+profile's also names that machine, `transferred_from = "Xeon 8260 (cascadelake-optane)"`, its
+text saying why it applies (docs/hardware.md "Transferred values"). Strings and booleans are
+plain.
 Unknown sections or keys, missing keys, wrong types and out-of-range values raise
 ProfileError naming the file and the key.
 """
@@ -159,6 +162,7 @@ class Profile:
     values: dict
     sources: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
+    transfers: dict = field(default_factory=dict)   # key -> machine it was measured on
 
     def get(self, dotted):
         node = self.values
@@ -293,13 +297,13 @@ def _load_raw(path, chain):
     return raw, files + [str(path)]
 
 
-def _check_value(where, key, spec, raw, sources):
+def _check_value(where, key, spec, raw, sources, transfers):
     kind, sourced, *limit = spec
     if sourced:
         if not isinstance(raw, dict):
             raise ProfileError(f"{where}.{key}: a timing number needs a provenance, write "
                                f"{{ value = {raw!r}, source = \"...\" }} or an assumption")
-        extra = set(raw) - {"value", "source", "assumption"}
+        extra = set(raw) - {"value", "source", "assumption", "transferred_from"}
         if extra:
             raise ProfileError(f"{where}.{key}: unknown field(s) {sorted(extra)}")
         if "value" not in raw:
@@ -308,6 +312,12 @@ def _check_value(where, key, spec, raw, sources):
         if not isinstance(prov, str) or not prov.strip():
             raise ProfileError(f"{where}.{key}: needs a non-empty 'source' or 'assumption'")
         sources[f"{where}.{key}"] = ("assumption: " if "assumption" in raw else "") + prov
+        if "transferred_from" in raw:
+            machine = raw["transferred_from"]
+            if not isinstance(machine, str) or not machine.strip():
+                raise ProfileError(f"{where}.{key}.transferred_from: must name the machine the "
+                                   f"value was measured on, got {machine!r}")
+            transfers[f"{where}.{key}"] = machine
         val = raw["value"]
     else:
         val = raw
@@ -352,7 +362,9 @@ def _check_number(what, kind, val, lo, hi):
     raise ProfileError(f"{what}: must be {problem}, got {shown} (range [{lo}, {hi}])")
 
 
-def _check_table(where, table, schema, sources, optional=()):
+def _check_table(where, table, schema, sources, transfers=None, optional=()):
+    """`table` checked against `schema`; provenance goes to `sources` and `transfers` (keyed
+    by where.key); regions, which have none, pass no `transfers`."""
     if not isinstance(table, dict):
         raise ProfileError(f"{where}: must be a table")
     unknown = sorted(set(table) - set(schema))
@@ -364,12 +376,14 @@ def _check_table(where, table, schema, sources, optional=()):
             if key in optional:
                 continue
             raise ProfileError(f"{where}.{key}: missing")
-        out[key] = _check_value(where, key, spec, table[key], sources)
+        out[key] = _check_value(where, key, spec, table[key], sources,
+                                {} if transfers is None else transfers)
     return out
 
 
 def _validate(raw, fname):
-    sources = {}
+    """(values, sources, transfers) of raw TOML data: sources and transfers by dotted key."""
+    sources, transfers = {}, {}
     unknown = set(raw) - set(_TOP)
     if unknown:
         raise ProfileError(f"{fname}: unknown section(s) {', '.join(sorted(unknown))}")
@@ -379,7 +393,7 @@ def _validate(raw, fname):
     if not isinstance(head.get("description"), str):
         raise ProfileError(f"{fname}: profile.description: missing (one line saying what machine this is)")
     v = {"profile": {"description": head["description"]}}
-    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources)
+    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources, transfers)
     caches = raw.get("cache", {})
     if not isinstance(caches, dict) or not caches:
         raise ProfileError(f"{fname}: cache: needs at least [cache.l1d]")
@@ -392,7 +406,7 @@ def _validate(raw, fname):
     v["cache"] = {}
     for n in names:
         schema = dict(_CACHE, **_LLC_EXTRA) if n == names[-1] else _CACHE
-        lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources)
+        lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers)
         where = f"{fname}: cache.{n}"
         sets, rem = divmod(lvl["size_bytes"], 64 * lvl["ways"])
         if rem or sets < 1:
@@ -404,10 +418,10 @@ def _validate(raw, fname):
             raise ProfileError(f"{where}.prefetcher: prefetchers are modelled at l1d and l2 "
                                f"only, got {lvl['prefetcher']!r}")
         v["cache"][n] = lvl
-    v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources)
-    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources)
-    v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources)
-    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources)
+    v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources, transfers)
+    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources, transfers)
+    v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources, transfers)
+    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources, transfers)
     media = raw.get("media", {})
     if not isinstance(media, dict) or not media:
         raise ProfileError(f"{fname}: media: needs at least one [media.NAME]")
@@ -415,13 +429,15 @@ def _validate(raw, fname):
     for name, m in media.items():
         kind = m.get("kind") if isinstance(m, dict) else None
         schema = dict(_MEDIA, **kind_keys(kind))
-        mv = _check_table(f"{fname}: media.{name}", m, schema, sources)
+        mv = _check_table(f"{fname}: media.{name}", m, schema, sources, transfers)
         for key in mv:   # media move whole lines: a size in bytes is a multiple of 64
             if key.endswith("_bytes") and mv[key] % 64:
                 raise ProfileError(f"{fname}: media.{name}.{key}: must be a multiple of 64")
         v["media"][name] = mv
     v["region"] = check_regions(raw.get("region", []), v["media"], f"{fname}: region")
-    return v, {k[len(fname) + 2:]: s for k, s in sources.items()}
+    cut = len(fname) + 2   # "FILE: " before each dotted key
+    return (v, {k[cut:]: s for k, s in sources.items()},
+            {k[cut:]: m for k, m in transfers.items()})
 
 
 def check_regions(regions, media, where):
@@ -516,5 +532,5 @@ def load_profile(spec, overrides=None):
     if overrides:
         raw = _apply_overrides(raw, overrides, fname)
         fname += " with overrides"   # a bad value may be the caller's, not the file's
-    values, sources = _validate(raw, fname)
-    return Profile(name=name, values=values, sources=sources, files=files)
+    values, sources, transfers = _validate(raw, fname)
+    return Profile(name=name, values=values, sources=sources, files=files, transfers=transfers)

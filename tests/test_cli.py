@@ -61,6 +61,9 @@ def test_profiles_show_every_key_with_its_source_and_the_regions(capsys):
         assert key in rows, key
         assert f"  {prof.get(key)}  " in rows[key] and rows[key].endswith(source), rows[key]
     assert "assumption: " in out   # assumptions say so
+    assert prof.transfers          # and transfers say from where
+    for key, machine in prof.transfers.items():
+        assert f"transferred from {machine}: " in rows[key], rows[key]
     assert "lru" in rows["cache.l1d.policy"] and "false" in rows["cache.llc.inclusive"]
     for r in prof.values["region"]:
         assert rows[r["name"]].split() == [r["name"], f"{r['base']:#x}", f"{r['size_bytes']:#x}",
@@ -74,7 +77,11 @@ def test_profiles_show_json(capsys):
     report = json.loads(out)
     keys = {k["key"]: k for k in report["keys"]}
     assert keys["core.rob_entries"] == {"key": "core.rob_entries", "value": 224,
-                                        "source": prof.sources["core.rob_entries"]}
+                                        "source": prof.sources["core.rob_entries"],
+                                        "transferred_from": None}
+    assert prof.transfers
+    for key, machine in prof.transfers.items():
+        assert keys[key]["transferred_from"] == machine
     assert keys["cache.l1d.policy"]["source"] is None
     assert set(keys) >= set(prof.sources)
     assert [r["name"] for r in report["regions"]] == [r["name"] for r in prof.values["region"]]

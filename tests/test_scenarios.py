@@ -19,7 +19,7 @@ def test_dax_memcpy_interface_and_clflush_bound(capsys):
     res = run_json(capsys, "dax-memcpy", "--scale", ONE_PASS)
     assert res["scenario"] == "dax-memcpy" and res["profile"] == "haswell-nvdimm-n"
     assert res["profile_files"][-1].endswith("haswell-nvdimm-n.toml")
-    assert res["profile_sources"]["instr.clflush_cycles"].startswith("assumption")
+    assert "HaswellEP" in res["profile_sources"]["instr.clflush_cycles"]
     assert set(res["variants"]) == {"clflush,numa=local", "clflush,numa=remote",
                                     "movnt,numa=local", "movnt,numa=remote"}
     prof = load_profile("haswell-nvdimm-n").values
@@ -42,6 +42,32 @@ def test_dax_memcpy_table_shows_published_figures(capsys):
     assert main(["run", "dax-memcpy", "--scale", ONE_PASS]) == 0
     out = capsys.readouterr().out
     assert "published" in out and "clflush/movnt, numa=remote" in out
+
+
+def test_dax_memcpy_names_the_values_it_scales_with_that_are_not_its_machines(capsys):
+    """The SENSITIVE keys haswell-nvdimm-n transfers from another machine or assumes are
+    listed in --json and under the table, each with its kind and machine."""
+    from emu.studies.scenarios import registry
+    prof = load_profile("haswell-nvdimm-n")
+    sensitive = registry()["dax-memcpy"].SENSITIVE
+    transferred = [k for k in sensitive if k in prof.transfers]
+    assumed = [k for k in sensitive if k not in prof.transfers
+               and prof.sources[k].startswith("assumption")]
+    assert transferred and assumed
+    res = run_json(capsys, "dax-memcpy", "--scale", ONE_PASS)
+    listed = {e["key"]: e for e in res["assumed_or_transferred"]}
+    assert list(listed) == [k for k in sensitive if k in transferred + assumed]
+    for k in transferred:
+        assert listed[k] == {"key": k, "value": prof.get(k), "kind": "transferred",
+                             "from": prof.transfers[k]}
+    for k in assumed:
+        assert listed[k] == {"key": k, "value": prof.get(k), "kind": "assumption", "from": None}
+    assert main(["run", "dax-memcpy", "--scale", ONE_PASS]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("not this machine's own measurement"):]
+    for k in transferred:
+        assert f"transferred from {prof.transfers[k]}" in \
+            next(ln for ln in tail.splitlines() if ln.split()[:1] == [k])
 
 
 def test_sensitivity_halves_and_doubles_a_value(capsys):

@@ -30,6 +30,8 @@ from emu.studies.options import (
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios import (
     assumed_keys,
+    assumed_or_transferred,
+    assumed_or_transferred_table,
     metric_values,
     registry,
     sensitivity,
@@ -51,7 +53,8 @@ def _configure_profiles(parser):
     parser.add_argument("--show", metavar="NAME",
                         help="print the resolved profile NAME (a shipped name or a .toml path, "
                              "inherit applied): every key with its value and its source or "
-                             "assumption, and its memory map ([[region]] tables)")
+                             "assumption (and the machine a value was transferred from), and "
+                             "its memory map ([[region]] tables)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.epilog = "the sections, keys and the rule that every timing number has a source: README.md \"Profiles\""
 
@@ -79,7 +82,8 @@ def _show_profile(spec, as_json):
     prof = load_profile(spec)
     # Strings, booleans and lists name a choice, not a measurement: the schema asks no
     # provenance of them, and the table says so rather than leave the column blank.
-    keys = [{"key": k, "value": v, "source": prof.sources.get(k)}
+    keys = [{"key": k, "value": v, "source": prof.sources.get(k),
+             "transferred_from": prof.transfers.get(k)}
             for k, v in _profile_keys(prof.values) if k != "profile.description"]
     regions = [{"name": r["name"], "base": r["base"], "size_bytes": r["size_bytes"],
                 "media": r["media"], "node": r["node"], "privilege": r["privilege"]}
@@ -87,8 +91,9 @@ def _show_profile(spec, as_json):
     if as_json:
         return json.dumps({"name": prof.name, "description": prof.values["profile"]["description"],
                            "files": prof.files, "keys": keys, "regions": regions}, indent=2) + "\n"
-    shown = [(k["key"], _toml_text(k["value"]), k["source"] or "(a choice, no source needed)")
-             for k in keys]
+    shown = [(k["key"], _toml_text(k["value"]),
+              (f"transferred from {k['transferred_from']}: " if k["transferred_from"] else "")
+              + (k["source"] or "(a choice, no source needed)")) for k in keys]
     kw, vw = (max(len(row[i]) for row in shown + [("key", "value")]) for i in (0, 1))
     out = [f"profile {prof.name}: {prof.values['profile']['description']}",
            f"files (inherit chain, last wins): {' -> '.join(prof.files)}", "",
@@ -122,7 +127,7 @@ def _configure_run(parser):
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
                        help="also run with this profile value halved and doubled (repeatable); "
                             "'assumptions' = every value the study depends on that the profile "
-                            "gives without a source")
+                            "gives without a source or transferred from another machine")
         mod.configure(p)
 
 
@@ -148,9 +153,11 @@ def _cmd_run(args):
     result["overrides"] = dict(args.overrides)
     result["profile_files"] = list(prof.files)       # the resolved configuration
     result["profile_sources"] = dict(prof.sources)   # beside every result (docs/style.md 6)
+    result["assumed_or_transferred"] = assumed_or_transferred(mod, prof)
     if args.json:
         return json.dumps(result, indent=2) + "\n"
-    return mod.table(result) + (sensitivity_table(mod, result["sensitivity"]) if keys else "")
+    return (mod.table(result) + assumed_or_transferred_table(result["assumed_or_transferred"])
+            + (sensitivity_table(mod, result["sensitivity"]) if keys else ""))
 
 
 # ---------------------------------------------------------------------------- compare

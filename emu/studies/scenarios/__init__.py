@@ -50,10 +50,38 @@ def registry():
     return discover(__name__, __path__)
 
 
-def assumed_keys(mod, profile):
-    """The keys of mod.SENSITIVE that `profile` marks as assumptions (no source)."""
+def assumed_or_transferred(mod, profile):
+    """[{"key", "value", "kind", "from"}] of the keys of mod.SENSITIVE whose value in
+    `profile` (a name, path or loaded Profile) is not the machine's own measurement: kind
+    "transferred" (measured on the machine `from`; checked first, since a transferred value
+    may also be written as an assumption) or "assumption" (no source; `from` None)."""
     p = load_profile(profile)
-    return [k for k in mod.SENSITIVE if p.sources.get(k, "").startswith("assumption")]
+    out = []
+    for k in mod.SENSITIVE:
+        if k in p.transfers:
+            out.append({"key": k, "value": p.get(k), "kind": "transferred", "from": p.transfers[k]})
+        elif p.sources.get(k, "").startswith("assumption"):
+            out.append({"key": k, "value": p.get(k), "kind": "assumption", "from": None})
+    return out
+
+
+def assumed_keys(mod, profile):
+    """The keys of mod.SENSITIVE whose value `profile` assumes or transfers from another
+    machine: what `--sensitivity assumptions` halves and doubles."""
+    return [e["key"] for e in assumed_or_transferred(mod, profile)]
+
+
+def assumed_or_transferred_table(entries):
+    """The text under a study's table: the values its result scales with that are not the
+    machine's own (assumed_or_transferred)."""
+    if not entries:
+        return ""
+    lines = ["\nthe result depends on these values that are not this machine's own measurement:"]
+    width = max(len(e["key"]) for e in entries)
+    for e in entries:
+        why = f"transferred from {e['from']}" if e["kind"] == "transferred" else "assumption"
+        lines.append(f"  {e['key']:<{width}}  {e['value']!s:>10}  {why}")
+    return "\n".join(lines) + "\n"
 
 
 def metric_values(mod, result, sep=" "):

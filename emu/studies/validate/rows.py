@@ -284,9 +284,11 @@ REASONS = {
                              "cycles, [AT11544]); this row measures the i7-6850K desktop part",
     "bdw-dram-other-machine": "the profile's DRAM latency is the E5-2699 v4 server's (95 ns, "
                               "[AT11544]); this row measures the i7-6850K desktop part",
-    "hsw-hitm-assumed": "the profile transfers Cascade Lake's 49 ns HITM as an assumption; this "
-                        "12-core Haswell-EP measures 36.6 ns (the 18-core E5-2699 v3's 47.1 ns "
-                        "is in the band)",
+    "hsw-hitm-assumed": "the profile takes the 18-core E5-2699 v3's own 47.1 ns HITM (its "
+                        "assumed CPU); this 12-core Haswell-EP measures 36.6 ns",
+    "skx-2socket-flush": "the profile takes the 2-socket Xeon 8160's flush cost (its own "
+                         "platform, docs/hardware.md §4.1); this row measures the one-socket "
+                         "i9-7900X, about half",
 }
 
 # (profile, row name) -> (lo, hi, reason): the ratio range a row outside BAND is known to
@@ -319,10 +321,12 @@ KNOWN_GAPS = {
     (CLX, "rep-movsb-l1"): (0.69, 0.86, REASONS["rep-startup"]),
     (SKX, "lfence-dependent-chain"): (0.38, 0.48, REASONS["lfence-refill"]),
     (SKX, "rep-movsb-l1"): (0.7, 0.87, REASONS["rep-startup"]),
+    (SKX, "clflush-throughput"): (1.81, 2.22, REASONS["skx-2socket-flush"]),
+    (SKX, "clflushopt-throughput"): (2.15, 2.64, REASONS["skx-2socket-flush"]),
     (BDW, "llc-latency-i7-6850k"): (0.69, 0.85, REASONS["bdw-llc-other-machine"]),
     (BDW, "dram-latency-ilx"): (1.18, 1.45, REASONS["bdw-dram-other-machine"]),
     (BDW, "rep-movsb-l1"): (0.7, 0.86, REASONS["rep-startup"]),
-    (HSW, "hitm-same-socket-2680v3"): (1.2, 1.48, REASONS["hsw-hitm-assumed"]),
+    (HSW, "hitm-same-socket-2680v3"): (1.15, 1.42, REASONS["hsw-hitm-assumed"]),
 }
 
 
