@@ -17,6 +17,7 @@ from emu import Machine
 from isa.program import ProgramError
 from isa.traces import read_trace
 from memmodel.profile import MAX_TOML_BYTES, MAX_TOML_DEPTH, ProfileError, load_profile
+from tests.test_outputs import snapshot   # paths, types, link targets and bytes
 
 MEM_CAP_BYTES = 4 << 30   # numba and llvmlite need ~1-2 GiB of address space to import
 TIMEOUT_S = 180           # a blocked open fails here (a cold core compile fits well inside)
@@ -81,23 +82,12 @@ def _cap():
     resource.setrlimit(resource.RLIMIT_AS, (MEM_CAP_BYTES, MEM_CAP_BYTES))
 
 
-def _tree(d):
-    """Every path below `d` with its size and mtime (FIFOs included, not opened)."""
-    out = {}
-    for root, dirs, files in os.walk(d):
-        for name in dirs + files:
-            p = os.path.join(root, name)
-            s = os.lstat(p)
-            out[p] = (s.st_size, s.st_mtime_ns)
-    return out
-
-
 @pytest.mark.parametrize("case", list(CLI_CASES))
 def test_a_bad_input_is_one_error_line(tmp_path, case):
     _files(tmp_path)
     argv, phrase = CLI_CASES[case]
     argv = [a.replace("{d}", str(tmp_path)) for a in argv]
-    before = _tree(tmp_path)
+    before = snapshot(tmp_path)
     p = subprocess.run([sys.executable, "-m", "emu.studies.cli", *argv, "--plot",
                         str(tmp_path / "plots")] if argv[0] == "compare" else
                        [sys.executable, "-m", "emu.studies.cli", *argv],
@@ -107,7 +97,7 @@ def test_a_bad_input_is_one_error_line(tmp_path, case):
     lines = p.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("emu: error: "), p.stderr[-2000:]
     assert phrase in lines[0] and "internal error" not in lines[0], lines[0]
-    assert _tree(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 # ---------------------------------------------------------------- from Python
