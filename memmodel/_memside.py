@@ -37,7 +37,7 @@ def _write(S, r, line, mask, t, pkind):
         r = mm.find_region(S, addr)
     nbytes = 64 if mask == FULL_MASK else popcount(mask)
     S[MS.MEM_STAMP] += 1
-    acc, posted = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
+    acc, ack, hold = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
                               mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_WRITES)] += 1
     S[MS.MEDIA_WRITES] += 1
@@ -45,7 +45,7 @@ def _write(S, r, line, mask, t, pkind):
         S[MS.MEM_END] = acc
     if S[MT.FUNCTIONAL] and mm.reg(S, r, mm.RG.PERSIST) != mm.P_NONE:
         persist.pq_push(S, line, mask, pkind)
-    return acc, posted
+    return acc, ack, hold
 
 
 @compiled
@@ -59,8 +59,8 @@ def mem_write(S, r, line, mask, t, pkind):
 
 @compiled
 def mem_post(S, r, line, mask, t, pkind):
-    """mem_write for a sender that waits for the write to be posted (a write-combining
-    buffer): returns (the WPQ accept cycle, the cycle the posting round trip ends)."""
+    """mem_write for a write-combining buffer's line: returns (the WPQ accept cycle, the
+    cycle the buffer learns the line was taken, the cycle the buffer is free again)."""
     return _write(S, r, line, mask, t, pkind)
 
 

@@ -1,9 +1,12 @@
 """Write-combining buffers: non-temporal stores gather per line and leave as posted writes.
 
-A buffer holds the bytes of one line; a full line leaves as one posted write, and the
-buffer is free again when the write has been posted: the round trip from the core to the
-memory controller and back (the media's wc_post_ns, plus numa.remote_post_ns for a remote
-line, plus any wait for the interconnect or a WPQ slot; memmodel.media._dispatch.write).
+A buffer holds the bytes of one line; a full line leaves as one posted write. Two times
+follow its sending (memmodel.media._dispatch.write): the acknowledgement, what SFENCE waits
+for (the media's wc_ack_ns, calibrated on a lone line's NT store + SFENCE), and the end of
+the buffer's hold, when it can take another line (wc_hold_ns, calibrated on a single
+thread's NT-store stream); each later for a remote line and by any wait for the
+interconnect or a WPQ slot. A lone line is acknowledged sooner than a stream turns its
+buffers over, and the two are measured apart on the same machine.
 These functions return the cycle an issue stall would end; they never touch the core's
 issue state.
 """
@@ -24,15 +27,15 @@ def _wc_send(S, i, line, mask, t, r):
     """Send WC buffer i's bytes (it holds `mask` of `line`) to memory as one (possibly
     partial) posted write (r: the region of the line, or -1)."""
     o = S[MH.WC] + N_WC * i
-    posted = mside.mem_post(S, r, line, mask, t, PK_FENCED)[1]
-    S[ix(o + WC.BUSY)] = posted
+    _, ack, hold = mside.mem_post(S, r, line, mask, t, PK_FENCED)
+    S[ix(o + WC.BUSY)] = hold
     S[ix(o + WC.LINE)] = -1
     S[ix(o + WC.MASK)] = 0
-    if posted > S[MS.WB_PENDING]:
-        S[MS.WB_PENDING] = posted
-    if posted > S[MS.MEM_END]:   # the run has completed when the buffer is free again
-        S[MS.MEM_END] = posted
-    return posted
+    if ack > S[MS.WB_PENDING]:
+        S[MS.WB_PENDING] = ack
+    if ack > S[MS.MEM_END]:   # the run has completed when the line is acknowledged
+        S[MS.MEM_END] = ack
+    return hold
 
 
 @inlined
@@ -90,13 +93,10 @@ def movnt_bytes(S, addr, size, r, now):
 
 @compiled
 def wc_drain_all(S, now):
-    """Drain every WC buffer holding data at `now`; returns when the last buffer is free
-    again (its write posted)."""
-    t = now
+    """Drain every WC buffer holding data at `now`; returns when the last line sent is
+    acknowledged (what SFENCE waits for, not the buffers' hold)."""
     wc = S[MH.WC]
-    latest = 0
     for i in range(S[MT.WC]):
         if S[ix(wc + N_WC * i + WC.LINE)] != -1:
-            _wc_drain(S, i, t, -1)
-        latest = max(latest, S[ix(wc + N_WC * i + WC.BUSY)])
-    return latest
+            _wc_drain(S, i, now, -1)
+    return S[MS.WB_PENDING]

@@ -105,11 +105,12 @@ _PREFETCH = {
     "stream_degree_lines": (_INT, True, 1, 64),
     "stream_entries": (_INT, True, 1, 256),
 }
-# remote_latency_ns: what a remote read adds; remote_post_ns: what a remote posted write adds
-# to the round trip that holds a write-combining buffer (memmodel._wc)
+# remote_latency_ns: what a remote read adds (and a remote NT line's acknowledgement: the
+# same request there and reply back); remote_hold_ns: what a remote line adds to the time a
+# write-combining buffer is held (memmodel._wc)
 _NUMA = {
     "remote_latency_ns": (_NUM, True, *_NS),
-    "remote_post_ns": (_NUM, True, *_NS),
+    "remote_hold_ns": (_NUM, True, *_NS),
     "remote_bw_gbps": (_NUM, True, *_GBPS),
 }
 # Each channel is a row of the chan section with a slot per WPQ entry (and the XPBuffer).
@@ -117,7 +118,10 @@ _MEDIA = {
     "kind": (_STR, False, KIND_IDS),
     "read_latency_ns": (_NUM, True, *_NS),
     "write_accept_ns": (_NUM, True, *_NS),
-    "wc_post_ns": (_NUM, True, *_NS),   # a WC buffer's posting round trip (memmodel._wc)
+    # a WC buffer's line: how long the buffer is held, when SFENCE learns it was taken
+    # (memmodel._wc)
+    "wc_hold_ns": (_NUM, True, *_NS),
+    "wc_ack_ns": (_NUM, True, *_NS),
     "read_bw_gbps": (_NUM, True, *_GBPS),
     "write_bw_gbps": (_NUM, True, *_GBPS),
     "channels": (_INT, True, 1, 64),

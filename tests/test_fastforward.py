@@ -80,13 +80,20 @@ def _plain(m, body, n):
     return m.drain() - start
 
 
-@pytest.mark.parametrize("profile, ff", [("skylake-ddr4", True), ("haswell-nvdimm-n", True),
-                                         ("cascadelake-optane", False)])
-def test_a_repeating_copy_is_fast_forwarded(profile, ff):
+# Optane DIMMs taking writes in at the bus's read rate (37.6 / 6 GB/s), faster than their
+# media write them: the media's backlog grows pass by pass
+FAST_INTAKE = {"media.optane.dimm_write_gbps": 37.6 / 6}
+
+
+@pytest.mark.parametrize("profile, over, ff", [
+    ("skylake-ddr4", None, True), ("haswell-nvdimm-n", None, True),
+    ("cascadelake-optane", None, True), ("cascadelake-optane", FAST_INTAKE, False)])
+def test_a_repeating_copy_is_fast_forwarded(profile, over, ff):
     # a 64 KiB copy written back and fenced, into the last region (DRAM, NVDIMM, Optane):
-    # after a few passes each leaves the machine as the one before, moved along its clocks;
-    # on Optane the media's backlog grows pass by pass: it never repeats, all of it runs
-    plain, fast = Machine(profile), Machine(profile)
+    # after a few passes each leaves the machine as the one before, moved along its clocks
+    # (on Optane the fenced write-backs wait for the DIMMs' intake, and the media keeps up);
+    # where the media's backlog grows pass by pass it never repeats, all of it runs
+    plain, fast = Machine(profile, over), Machine(profile, over)
     base = list(plain.regions.values())[-1]["base"]
     body = Program().rep_movsb(base + (1 << 22), base, 1 << 16).flush_range(
         base + (1 << 22), 1 << 16, Op.CLWB).sfence()

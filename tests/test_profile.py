@@ -117,11 +117,6 @@ def test_nvdimm_and_broadwell_profiles():
             assert p.sources[f"instr.{key}"].startswith("assumption: ")
 
 
-# The write path's posting times are being re-derived per machine (issue 35 §1), which labels
-# them; until then their text says "transferred" without the field.
-RELABELLED_ELSEWHERE = ("wc_post_ns", "remote_post_ns")
-
-
 @pytest.mark.parametrize("name", shipped_profiles())
 def test_transferred_values_are_marked(name):
     """A value whose text says it was transferred names the machine in transferred_from, and
@@ -129,7 +124,7 @@ def test_transferred_values_are_marked(name):
     inherited by the machine it came from must be overridden there)."""
     p = load_profile(name)
     unmarked = [k for k, text in p.sources.items() if "transferred" in text.lower()
-                and k not in p.transfers and not k.endswith(RELABELLED_ELSEWHERE)]
+                and k not in p.transfers]
     assert not unmarked, f"{name}: transferred without transferred_from: {unmarked}"
     assert set(p.transfers) <= set(p.sources)
     own = [k for k, machine in p.transfers.items() if f"({name})" in machine

@@ -113,11 +113,11 @@ def test_stac_serializes_only_when_the_profile_says_so():
 
 def test_nt_stores_wait_for_wc_buffers_in_the_store_buffer_not_at_dispatch():
     """12 full-line NT stores and 10 WC buffers: the 11th waits for a buffer to be free
-    again (a posting round trip, P cycles), but in the store buffer, so a chain of four
+    again (its hold, wc_hold_ns: P cycles), but in the store buffer, so a chain of four
     dependent misses after them starts at once: the run takes as long as the chain alone.
     Had the 11th stalled dispatch, the chain would start P cycles late."""
     m = machine()
-    post = round(m.profile.values["media"]["dram"]["wc_post_ns"] * m.freq_ghz)
+    post = round(m.profile.values["media"]["dram"]["wc_hold_ns"] * m.freq_ghz)
 
     def chase(p):
         p.load(A)

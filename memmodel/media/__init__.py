@@ -3,12 +3,15 @@
 Time is in core cycles; channel occupancy is kept in fixed point (FP units per cycle) so
 that bandwidths that are not a whole number of bytes per cycle are not rounded away.
 A read starts at max(arrival, channel free), holds the channel for bytes/bandwidth and
-returns after the media's idle load-to-use latency. Writes are posted: accepted into the
-channel's write-pending queue (WPQ) when it has a free slot; the media drains the queue at
-its write bandwidth; a write-combining buffer that sent the write is free again a posting
-round trip (wc_post_ns) after it sent it, later by any wait for a WPQ slot. A remote (other
-NUMA node) request also crosses the interconnect, a shared link with its own bandwidth and
-latency (numa.remote_latency_ns for a read, numa.remote_post_ns added to a posting round trip). What all kinds share (channel rows,
+returns after the media's idle load-to-use latency. Every write (an NT line from a
+write-combining buffer, a CLWB/CLFLUSHOPT/CLFLUSH write-back, an eviction) takes one path:
+accepted into the channel's write-pending queue (WPQ) when it has a free slot, the slot
+free again when the channel's write side (a DIMM's write intake) has moved it on. A write-
+combining buffer that sent a line learns it was taken wc_ack_ns after sending it (what
+SFENCE waits for) and is free again wc_hold_ns after (what bounds a stream), each later by
+any wait for a WPQ slot. A remote (other NUMA node) request also crosses the interconnect, a
+shared link with its own bandwidth and latency (numa.remote_latency_ns for a read and for a
+remote line's acknowledgement, numa.remote_hold_ns added to a buffer's hold). What all kinds share (channel rows,
 interleave, WPQ, the link) is in _channels.py; each kind's module times the media itself:
 dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
 
@@ -40,13 +43,15 @@ KINDS = {
         "buffer_read_latency_ns": ("num", True, 0, 10**6),
         "xpline_bytes": ("int", True, 64, 2048),
         "xpbuffer_entries": ("int", True, 1, 1024),
+        "dimm_write_gbps": ("num", True, 1e-3, 10**4),   # one DIMM's write intake
     }),
 }
 KIND_IDS = tuple(KINDS)
 PERSISTENCE = ("none", "adr", "eadr")
 
 # mp[media, field] (latencies in cycles, occupancies in FP units)
-MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT POST_LAT RD_OCC_FP WR_OCC_FP BUS_OCC_FP "
+MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT HOLD_LAT ACK_LAT RD_OCC_FP WR_OCC_FP "
+            "BUS_OCC_FP INTAKE_OCC_FP "
             "CHANNELS CH_INV INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
 N_MPARAMS = len(MP)
 
@@ -56,9 +61,9 @@ MC = fields("MC", "READS WRITES PARTIAL_WRITES MEDIA_LINE_READS MEDIA_LINE_WRITE
 MEDIA_COUNTER_NAMES = tuple(c.name.lower() for c in MC)
 N_MCOUNTERS = len(MC)
 
-# mglob[]: interconnect (a read's extra latency, a posted write's extra round trip) and the
-# shape of a chan row
-G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_POST CHAN_STRIDE XP0 XP_MAX")
+# mglob[]: interconnect (a read's extra latency, a WC buffer's extra hold) and the shape of a
+# chan row
+G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE XP0 XP_MAX")
 # chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side,
 # Optane's media behind its XPBuffer), WPQ_HEAD, WPQ slots from WPQ0 (the cycle each is free
 # again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
@@ -117,7 +122,8 @@ def init_sections(layout, S, media, freq_ghz, numa):
         p[MP.KIND] = KIND_IDS.index(m["kind"])
         p[MP.READ_LAT] = cycles(m["read_latency_ns"], freq_ghz)
         p[MP.ACCEPT_LAT] = cycles(m["write_accept_ns"], freq_ghz)
-        p[MP.POST_LAT] = cycles(m["wc_post_ns"], freq_ghz)
+        p[MP.HOLD_LAT] = cycles(m["wc_hold_ns"], freq_ghz)
+        p[MP.ACK_LAT] = cycles(m["wc_ack_ns"], freq_ghz)
         p[MP.CHANNELS] = ch
         p[MP.CH_INV] = reciprocal_bits(ch)   # _channels.channel_row's remainder
         p[MP.INTERLEAVE] = m["interleave_bytes"]
@@ -131,7 +137,7 @@ def init_sections(layout, S, media, freq_ghz, numa):
     g = layout.view(S, "mglob")
     g[G.LINK_OCC_FP] = occ_fp(64, numa["remote_bw_gbps"], freq_ghz)
     g[G.LINK_LAT] = cycles(numa["remote_latency_ns"], freq_ghz)
-    g[G.REMOTE_POST] = cycles(numa["remote_post_ns"], freq_ghz)
+    g[G.REMOTE_HOLD] = cycles(numa["remote_hold_ns"], freq_ghz)
     g[G.CHAN_STRIDE] = CH.WPQ0 + max_q + len(XP) * max_x
     g[G.XP0] = CH.WPQ0 + max_q
     g[G.XP_MAX] = max_x

@@ -36,8 +36,8 @@ def link_lat(S):
 
 
 @inlined
-def remote_post(S):
-    return S[S[MH.MGLOB] + G.REMOTE_POST]
+def remote_hold(S):
+    return S[S[MH.MGLOB] + G.REMOTE_HOLD]
 
 
 @inlined

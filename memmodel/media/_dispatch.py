@@ -28,27 +28,33 @@ def read(S, m, addr, t0, remote, stamp):
 
 @inlined
 def write(S, m, addr, nbytes, t0, remote, stamp):
-    """A posted write of `nbytes` (<= 64, one line) issued at t0; returns (the cycle the
-    memory controller accepts it: it enters the WPQ, the ADR persistence domain; the cycle
-    the sender learns it was posted). The second is the posting round trip after t0
-    (wc_post_ns, plus numa.remote_post_ns for a remote write) and whatever the write waited
-    on the way: for the interconnect, for a WPQ slot. It is never before the accept."""
+    """A posted write of `nbytes` (<= 64, one line) issued at t0, by any sender: an NT line,
+    a write-back, an eviction. Returns (the cycle the memory controller accepts it: it
+    enters the WPQ, the ADR persistence domain; the cycle an NT line's sender learns it was
+    taken, what SFENCE waits for: wc_ack_ns after t0, plus numa.remote_latency_ns for a
+    remote line; the cycle its WC buffer is free again: wc_hold_ns after t0, plus
+    numa.remote_hold_ns for a remote line). The last two are later by whatever the write
+    waited on the way (for the interconnect, for a WPQ slot) and never before the accept."""
     p = S[MH.MP] + m * N_MPARAMS
     row = ch.channel_row(S, p, addr)
     ch.mcount(S, m, MC.WRITES, 1)
     if nbytes < 64:
         ch.mcount(S, m, MC.PARTIAL_WRITES, 1)
     t = t0
-    posted = t0 + S[ix(p + MP.POST_LAT)]
+    wait = 0
     if remote:
         t = ch.cross_link(S, t0)
-        # the wait for the link (t - t0 beyond its latency) delays the post too
-        posted += ch.remote_post(S) + t - t0 - ch.link_lat(S)
+        wait = t - t0 - ch.link_lat(S)   # the wait for the link
     slot, accept = ch.wpq_accept(S, p, m, row, t)
-    posted += accept - t - S[ix(p + MP.ACCEPT_LAT)]   # the wait for a WPQ slot
+    wait += accept - t - S[ix(p + MP.ACCEPT_LAT)]   # the wait for a WPQ slot
+    ack = t0 + S[ix(p + MP.ACK_LAT)] + wait
+    hold = t0 + S[ix(p + MP.HOLD_LAT)] + wait
+    if remote:
+        ack += ch.link_lat(S)
+        hold += ch.remote_hold(S)
     if S[ix(p + MP.KIND)] == optane.KIND:
         free = optane.write(S, p, m, row, addr, nbytes, accept, stamp)
     else:
         free = dram.write(S, p, m, row, addr, nbytes, accept, stamp)
     ch.wpq_release(S, p, row, slot, free)
-    return accept, max(accept, posted)
+    return accept, max(accept, ack), max(accept, hold)

@@ -23,6 +23,7 @@ def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
     p[MP.XPL_BYTES] = 64
     p[MP.RD_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
     p[MP.WR_OCC_FP] = occ_fp(64, write_gbps, freq_ghz)
+    p[MP.INTAKE_OCC_FP] = p[MP.WR_OCC_FP]   # the channel's write side is the intake
     p[MP.BUS_OCC_FP] = p[MP.RD_OCC_FP]
 
 

@@ -1,19 +1,20 @@
 """Optane DCPMM: the media moves XPLines (256 bytes), and each DIMM (chan row) keeps a buffer of
 them (XPBuffer, replaced least recently used) between its bus and its media.
 
-A DIMM has two timelines: its bus (the chan row's write side: 64-byte transfers in and, for
-reads served from the XPBuffer, out, at the media's read rate per channel) and its media
-(XPLine reads and writes). A write is taken off the WPQ when the bus has moved its 64 bytes
-into the XPBuffer; the media write happens later. An XPLine the buffer holds whole (all its
-chunks written) is written to the media at once, in the background, behind the media's
-earlier work ([YA20] Fig. 9: a hot region that fits the buffer is written to the media about
-once per write, write amplification ~1.0, so the buffer combines writes into XPLines rather
-than keeping them until evicted); rewritten whole again before that write has begun, it
-joins it. A partially written XPLine goes to the media when it is evicted (a read-modify-
-write if the buffer never loaded it), and a partial write to a chunk the buffer holds
-neither loaded nor written first reads the XPLine. An entry is reused only when its media
-work is done, so a DIMM takes writes at its bus rate while its buffer has room and at its
-media write rate once the buffer is full of XPLines waiting for the media.
+A DIMM has two timelines: its bus (the chan row's write side: 64-byte writes taken in at the
+DIMM's write intake rate, dimm_write_gbps, and, for reads served from the XPBuffer, 64-byte
+transfers out at the media's read rate per channel) and its media (XPLine reads and writes).
+Every write (NT line, write-back, eviction) is taken off the WPQ when the DIMM has taken its
+64 bytes into the XPBuffer; the media write happens later. An XPLine the buffer holds whole
+(all its chunks written) is written to the media at once, in the background, behind the
+media's earlier work ([YA20] Fig. 9: a hot region that fits the buffer is written to the
+media about once per write, write amplification ~1.0, so the buffer combines writes into
+XPLines rather than keeping them until evicted); rewritten whole again before that write has
+begun, it joins it. A partially written XPLine goes to the media when it is evicted (a
+read-modify-write if the buffer never loaded it), and a partial write to a chunk the buffer
+holds neither loaded nor written first reads the XPLine. An entry is reused only when its
+media work is done, so a DIMM takes writes at its intake rate while its buffer has room and
+at its media write rate once the buffer is full of XPLines waiting for the media.
 
 A read served from the buffer takes the buffered latency and the bus; a read that misses
 it reads the whole XPLine from the media, behind the writes queued there when reads wait
@@ -35,8 +36,10 @@ def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
     p[MP.XPBUF] = spec["xpbuffer_entries"]
     p[MP.RD_OCC_FP] = occ_fp(xpl, read_gbps, freq_ghz)
     p[MP.WR_OCC_FP] = occ_fp(xpl, write_gbps, freq_ghz)
-    # a 64-byte transfer into / out of the XPBuffer at the media's read rate
+    # a 64-byte read out of the XPBuffer at the media's read rate; a write taken in at the
+    # DIMM's write intake rate
     p[MP.BUS_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
+    p[MP.INTAKE_OCC_FP] = occ_fp(64, spec["dimm_write_gbps"], freq_ghz)
 
 
 @inlined
@@ -117,12 +120,12 @@ def read(S, p, m, row, addr, t, stamp):
 def write(S, p, m, row, addr, nbytes, t, stamp):
     nmax = S[S[MH.MGLOB] + G.XP_MAX]
     xpl = S[ix(p + MP.XPL_BYTES)]
-    # the 64 bytes move over the bus when it is free, into the XPLine's entry once that
-    # entry is free of the XPLine it evicts
+    # the DIMM takes the 64 bytes in when its intake is free, into the XPLine's entry once
+    # that entry is free of the XPLine it evicts
     start = max(t * FP, S[ix(row + CH.WR_BUSY)])
     x, ready, _ = _xp_slot(S, p, row, addr // xpl, m, cdiv_fp(start), stamp)
     start = max(start, ready * FP)
-    S[ix(row + CH.WR_BUSY)] = start + S[ix(p + MP.BUS_OCC_FP)]
+    S[ix(row + CH.WR_BUSY)] = start + S[ix(p + MP.INTAKE_OCC_FP)]
     done = cdiv_fp(S[ix(row + CH.WR_BUSY)])
     chunk = 1 << ((addr % xpl) // 64)
     loaded, mask, rdy, wb = x + XP.LOADED * nmax, x + XP.MASK * nmax, x + XP.READY * nmax, \

@@ -24,7 +24,8 @@ PUBLISHED_SECONDS = {"clflush,numa=local": 13.5, "clflush,numa=remote": 37.1,
 VARIANTS = tuple(PUBLISHED_SECONDS)
 METRIC = "seconds"
 # profile values the result follows from (docs/scenarios.md, dax-memcpy)
-SENSITIVE = ("media.nvdimm.write_accept_ns", "media.nvdimm.wc_post_ns", "numa.remote_post_ns",
+SENSITIVE = ("media.nvdimm.write_accept_ns", "media.nvdimm.wc_hold_ns", "media.nvdimm.wc_ack_ns",
+             "numa.remote_hold_ns",
              "media.dram.read_latency_ns",
              "numa.remote_latency_ns", "numa.remote_bw_gbps", "instr.clflush_cycles",
              "instr.sfence_cycles", "instr.rep_movsb_startup_cycles",
