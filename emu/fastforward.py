@@ -105,7 +105,7 @@ class _Layout:
         # cheap first test of a repetition (match() then checks every word)
         small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
                                           + int(np.prod(lay.shapes[name])))
-                                for name in ("sc", "ms", "lv", "wc", "lfb")]
+                                for name in ("sc", "ms", "lv", "wc", "lfb", "sq")]
                                + [[lay.offsets["stream"] + stream.HEAD.CLOCK]])   # rows reorder
         heads = np.zeros(n, dtype=bool)
         heads[[h for h, _, _ in rings]] = True

@@ -4,7 +4,8 @@ prefetch fills and another core's accesses (memmodel.cache is one level).
 A demand access enters at `demand` (L1) and returns the cycle its data is ready; a miss
 takes a line fill buffer (`demand_miss` returns when one is free, the caller stalls issue
 until then), walks the levels below and fills every level above the hit, or reads the
-media. The events that sites count (L1 and LLC misses, media reads and writes, the cycles
+media. A miss of the L2, demand or prefetch, also holds one of the L2's miss entries (Intel's
+superqueue) until its data is back: a demand miss waits for one, a prefetch is dropped. The events that sites count (L1 and LLC misses, media reads and writes, the cycles
 a miss was outstanding) are running totals in ms; the core attributes them to sites.
 """
 from memmodel import _hotlines as hot
@@ -101,8 +102,9 @@ def first_use(S, lvl, line, f):
 @inlined
 def _walk(S, line, t0, first, kind):
     """Look `line` up from level `first` down; fill the levels above the hit (or all, from
-    memory). Returns the cycle its data is available at level `first`, and F_SHARED if the
-    line is shared with another core (for the caller's fill above `first`), else 0.
+    memory). Returns the cycle its data is available at level `first` (-1: a prefetch
+    dropped, every L2 miss entry busy), and F_SHARED if the line is shared with another
+    core (for the caller's fill above `first`), else 0.
     Inlined into its two callers, demand_miss (whose every call makes one walk: no call's
     entry and exit a miss) and _prefetch."""
     nlev = S[MT.LEVELS]
@@ -121,6 +123,13 @@ def _walk(S, line, t0, first, kind):
             cm.count(S, lvl, cm.CC.LOAD_MISSES, 1)
         elif kind == K_STORE:
             cm.count(S, lvl, cm.CC.STORE_MISSES, 1)
+    # a miss of the L2 holds one of its miss entries until its data is back (MT.SQ is 0
+    # without an L2); a prefetch finding none free is dropped, a demand miss waits for one
+    l2_miss = hit > 1 and S[MT.SQ] > 0
+    if l2_miss and first_free(S, S[MH.SQ]) > t0:
+        if kind == K_PREFETCH:
+            return -1, 0
+        t0 = first_free(S, S[MH.SQ])
     if hit < nlev:
         if kind == K_LOAD:
             cm.count(S, hit, cm.CC.LOAD_HITS, 1)
@@ -155,49 +164,55 @@ def _walk(S, line, t0, first, kind):
                  flg | shared)
         if flg:
             cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
+    if l2_miss:
+        take(S, S[MH.SQ], S[MT.SQ], done)
     return done, shared
 
 
 @inlined
-def lfb_free_at(S):
-    """The cycle the line fill buffer that frees first is free: the buffers are kept in
-    order of their times (take_lfb), so it is the first."""
-    return S[ix(S[MH.LFB])]
+def first_free(S, sec):
+    """The cycle the entry of the ordered buffers at S[sec] (line fill buffers or L2 miss
+    entries) that frees first is free: they are kept in order of their times (take), so it
+    is the first."""
+    return S[ix(sec)]
 
 
 @inlined
-def take_lfb(S, done):
-    """The buffer that frees first holds a fill until `done`: its time leaves the ordered
-    buffers and `done` goes in at its place. Which buffer holds which fill plays no part
-    in the model (only the first time is read), so kept in order the buffers are one
-    state for one set of times, whatever order the fills came in: a repeated body's
-    buffers then repeat word for word (emu.fastforward), not turned round."""
-    lfb, n = S[MH.LFB], S[MT.LFB]
-    if done >= S[ix(lfb + n - 1)]:   # the latest fill yet (a stream's misses): all move up,
+def take(S, sec, n, done):
+    """The entry of the `n` ordered buffers at S[sec] that frees first holds a miss until
+    `done`: its time leaves the ordered buffers and `done` goes in at its place. Which
+    entry holds which miss plays no part in the model (only the first time is read), so
+    kept in order the entries are one state for one set of times, whatever order the
+    misses came in: a repeated body's entries then repeat word for word
+    (emu.fastforward), not turned round."""
+    if done >= S[ix(sec + n - 1)]:   # the latest fill yet (a stream's misses): all move up,
         for j in range(1, n):        # a copy with no compare (equal times: the same words)
-            S[ix(lfb + j - 1)] = S[ix(lfb + j)]
-        S[ix(lfb + n - 1)] = done
+            S[ix(sec + j - 1)] = S[ix(sec + j)]
+        S[ix(sec + n - 1)] = done
         return
     j = 1
-    while j < n and S[ix(lfb + j)] < done:
-        S[ix(lfb + j - 1)] = S[ix(lfb + j)]
+    while j < n and S[ix(sec + j)] < done:
+        S[ix(sec + j - 1)] = S[ix(sec + j)]
         j += 1
-    S[ix(lfb + j - 1)] = done
+    S[ix(sec + j - 1)] = done
 
 
 @compiled
 def _prefetch(S, lvl, pf, line, t0):
     """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
-    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer."""
+    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer,
+    and each that misses the L2 a free L2 miss entry (_walk drops it otherwise)."""
     first, count = prefetchers.train(S, pf, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
     for nxt in range(first, first + count):
         if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
             continue
-        if lvl == 0 and lfb_free_at(S) > t0:
+        if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
             return
         done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
+        if done < 0:   # dropped: no free L2 miss entry
+            continue
         if lvl == 0:
-            take_lfb(S, done)
+            take(S, S[MH.LFB], S[MT.LFB], done)
 
 
 @inlined
@@ -256,8 +271,8 @@ def demand_miss(S, line, t0, kind):
     cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
     S[MS.L1D_MISSES] += 1
     wait = 0
-    if lfb_free_at(S) > t0:
-        t0 = wait = lfb_free_at(S)
+    if first_free(S, S[MH.LFB]) > t0:
+        t0 = wait = first_free(S, S[MH.LFB])
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
         done, shared = _walk(S, line, t0, 1, kind)
@@ -271,7 +286,7 @@ def demand_miss(S, line, t0, kind):
         done = mside.mem_read(S, line, t0)
         spec = spec_flag(S, True)
         shared = 0
-    take_lfb(S, done)
+    take(S, S[MH.LFB], S[MT.LFB], done)
     _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before)
     i0 = cm.set_start(S, 0, line)
     cm.remember_l1(S, line, i0, install(S, 0, i0, line, done,

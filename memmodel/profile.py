@@ -76,6 +76,9 @@ _CACHE = {
     "prefetcher": (_STR, False, PREFETCHER_IDS),
 }
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS)}
+# the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
+# entry count that sizes a state section, scanned per L2 miss
+_L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
 _INSTR = {
     "lfence_cycles": (_INT, True, *_CYCLES),
     "sfence_cycles": (_INT, True, *_CYCLES),
@@ -409,7 +412,8 @@ def _validate(raw, fname):
         raise ProfileError(f"{fname}: cache: levels must be a prefix of {CACHE_LEVELS}, got {names}")
     v["cache"] = {}
     for n in names:
-        schema = dict(_CACHE, **_LLC_EXTRA) if n == names[-1] else _CACHE
+        schema = dict(_CACHE, **(_LLC_EXTRA if n == names[-1] else {}),
+                      **(_L2_EXTRA if n == CACHE_LEVELS[1] else {}))
         lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers)
         where = f"{fname}: cache.{n}"
         sets, rem = divmod(lvl["size_bytes"], 64 * lvl["ways"])

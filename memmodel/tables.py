@@ -1,16 +1,22 @@
 """The memory side's sections that no single model owns, from the profile (Python only).
 
 mt holds the switches the hierarchy, the media side and the persistence domain read (see
-memmodel.layout); the line fill buffers, write-combining buffers, per-region counters and
-the persistence queue get their sizes here.
+memmodel.layout); the line fill buffers, the L2's miss entries, write-combining buffers,
+per-region counters and the persistence queue get their sizes here.
 """
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
 from memmodel.layout import MS, MT
 from memmodel.memory import N_RCOUNT, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
+from memmodel.profile import CACHE_LEVELS
 
 MAX_WC_BUFFERS = 64   # a WC buffer's byte mask is one int64
+
+
+def l2_miss_entries(values):
+    """The L2's outstanding-miss entries; 0 when the profile has no L2."""
+    return values["cache"].get(CACHE_LEVELS[1], {}).get("mshr_entries", 0)
 
 
 def add_sections(layout, values, n_regions):
@@ -18,6 +24,7 @@ def add_sections(layout, values, n_regions):
     layout.add("mt", len(MT))
     layout.add("ms", len(MS))
     layout.add("lfb", core["lfb_entries"])
+    layout.add("sq", l2_miss_entries(values))
     layout.add("wc", (core["wc_buffers"], N_WC))
     layout.add("region_ctr", (n_regions, N_RCOUNT))
     layout.add("pq", (PQ_ENTRIES, N_PQ))
@@ -39,7 +46,7 @@ def init_sections(layout, S, values, functional, node):
         MT.PF_L1: PREFETCHER_IDS.index(levels[0]["prefetcher"]),
         MT.PF_L2: PREFETCHER_IDS.index(levels[1]["prefetcher"]) if len(levels) > 1 else PF_NONE,
         MT.STREAM_DIST: pf["stream_distance_lines"], MT.STREAM_DEG: pf["stream_degree_lines"],
-        MT.LFB: core["lfb_entries"], MT.WC: core["wc_buffers"],
+        MT.LFB: core["lfb_entries"], MT.SQ: l2_miss_entries(values), MT.WC: core["wc_buffers"],
     }
     for k, v in mt.items():
         S[k] = v

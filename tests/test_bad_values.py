@@ -20,6 +20,7 @@ BASE = "skylake-ddr4"
 OPTANE = "cascadelake-optane"
 SHIPPED = Path(load_profile(BASE).files[-1])
 TABLES = {"core": schema._CORE, "cache": schema._CACHE, "llc": schema._LLC_EXTRA,
+          "l2": schema._L2_EXTRA,
           "instr": schema._INSTR, "prefetch": schema._PREFETCH, "numa": schema._NUMA,
           "media": schema._MEDIA, "software": schema._SOFTWARE, "region": schema._REGION,
           **{f"media kind {k}": keys for k, (_, keys) in KINDS.items()}}
@@ -55,6 +56,7 @@ def test_bounds_copied_from_numba_modules_agree():
 OVERRIDES = [   # (profile, key, value, range)
     (BASE, "core.rob_entries", 10**12, "[1, 4096]"),
     (BASE, "core.lfb_entries", 10**12, "[1, 256]"),
+    (BASE, "cache.l2.mshr_entries", 0, "[1, 256]"),
     (BASE, "media.dram.wpq_entries", 10**12, "[1, 4096]"),
     (BASE, "core.store_buffer_entries", 2**63, "[1, 4096]"),
     (BASE, "core.wc_buffers", MAX_WC_BUFFERS + 1, "[1, 64]"),

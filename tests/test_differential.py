@@ -51,6 +51,8 @@ def profile_dict(levels, inclusive):
             "policy": lv["policy"],
             "prefetcher": "none",
         }
+        if lv["name"] == "l2":
+            entry["mshr_entries"] = {"value": 16, "assumption": "test geometry"}
         if i == len(levels) - 1:
             entry["inclusive"] = inclusive
             entry["peer_hitm_ns"] = {"value": 49.0, "assumption": "test geometry"}
