@@ -1,7 +1,9 @@
 """The rows of `emu validate`: each measurement of docs/hardware.md it reproduces, with its
-source and the benchmark (benchmarks.py) that emulates it (ROWS); the band a row's ratio
-should lie in (BAND); the rows known to miss it today and why (KNOWN_GAPS, REASONS).
-docs/validation.md "After a change of the model" says how to update them."""
+source, its role (a prediction, or the calibration of the profile key whose value came from
+it), the machine setting it was measured with and the benchmark (benchmarks.py) that
+emulates it (ROWS); the band a row's ratio should lie in (BAND); the rows known to miss it
+today and why (KNOWN_GAPS, REASONS). docs/validation.md "After a change of the model" says
+how to update them."""
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -28,12 +30,24 @@ CLX, SKX, BDW, HSW = "cascadelake-optane", "skylake-ddr4", "broadwell-ddr4", "ha
 HW = "docs/hardware.md"
 
 
+# The profile keys of the hardware prefetchers, set as a measuring tool sets them (the LLC
+# has none in any profile).
+PREFETCHERS_OFF = (("cache.l1d.prefetcher", "none"), ("cache.l2.prefetcher", "none"))
+
+
 @dataclass(frozen=True)
 class Row:
     """A measurement of docs/hardware.md and how to emulate it. `bench` returns the
     emulated value from a fresh Machine, or is the reason the row cannot run. `measured`
     is the published number (the midpoint of a published range, which `source` quotes);
-    `curve` places the row on a plotted curve: (curve name, x)."""
+    `curve` places the row on a plotted curve: (curve name, x).
+
+    `calibrates`: the profile key (dotted) whose value was taken from this same measurement,
+    which the row then only reads back: a calibration, not a prediction (role).
+    `overrides`: the machine setting the measurement had, as (profile key, value) pairs
+    (e.g. PREFETCHERS_OFF where the tool turns the prefetchers off); `other`: where the
+    tool does not document a setting the row depends on, a second reading (label,
+    overrides) reported beside the row's own (docs/validation.md "Machine setting")."""
     profile: str
     name: str
     measured: float
@@ -41,6 +55,13 @@ class Row:
     source: str
     bench: Callable[[Machine], float] | str
     curve: tuple[str, int] | None = None
+    calibrates: str | None = None
+    overrides: tuple[tuple[str, object], ...] = ()
+    other: tuple[str, tuple[tuple[str, object], ...]] | None = None
+
+    @property
+    def role(self):
+        return "calibration" if self.calibrates else "prediction"
 
 
 def _mid(lo, hi):
@@ -85,28 +106,37 @@ def _persist_rows():
             for i, path in enumerate(PERSIST_PATHS) for n in PERSIST_CURVE]
 
 
-def _instruction_rows(profile, tag, machine, lfence, sfence, mfence, clflush, clflushopt=None,
-                      clwb=None, movsb=None, locked=None, movsb_where="§4"):
-    """The §4 instruction rows (and §11's locked RMW) of one [ILX] machine; None: not
-    measured there."""
-    rows = [Row(profile, "lfence-throughput", lfence, "cycles", _src(tag, "§4, §7.2", machine),
-                partial(fence_cycles, op=Op.LFENCE)),
-            Row(profile, "sfence-throughput", sfence, "cycles", _src(tag, "§4", machine),
-                partial(fence_cycles, op=Op.SFENCE)),
-            Row(profile, "mfence-throughput", mfence, "cycles", _src(tag, "§4", machine),
-                partial(fence_cycles, op=Op.MFENCE))]
-    for name, value, op in (("clflush", clflush, Op.CLFLUSH),
-                            ("clflushopt", clflushopt, Op.CLFLUSHOPT),
-                            ("clwb", clwb, Op.CLWB)):
-        if value is not None:
-            rows.append(Row(profile, f"{name}-throughput", value, "cycles",
-                            _src(tag, "§4", machine), partial(flush_cycles, op=op)))
+# The profile key each instruction row reads back where the profile took its value from the
+# same [ILX] dump (calibrated=True).
+_INSTR_KEYS = {"lfence": "lfence_cycles", "sfence": "sfence_cycles", "mfence": "mfence_cycles",
+               "clflush": "clflush_cycles", "clflushopt": "clflushopt_cycles",
+               "clwb": "clwb_cycles", "rep-movsb": "rep_movsb_bytes_per_cycle",
+               "locked": "lock_rmw_cycles"}
+
+
+def _instruction_rows(profile, tag, machine, lfence=None, sfence=None, mfence=None,
+                      clflush=None, clflushopt=None, clwb=None, movsb=None, locked=None,
+                      movsb_where="§4", calibrated=True, suffix="", where="§4"):
+    """The §4 instruction rows (and §11's locked RMW) of one [ILX] dump; None: not measured
+    there. calibrated: the profile's instr.* values were taken from this dump."""
+    def row(kind, name, value, unit, bench, at):
+        key = f"instr.{_INSTR_KEYS[kind]}" if calibrated else None
+        return Row(profile, name + suffix, value, unit, _src(tag, at, machine), bench,
+                   calibrates=key)
+    rows = [row(kind, f"{kind}-throughput", value, "cycles", partial(fence_cycles, op=op),
+                where + (", §7.2" if kind == "lfence" else ""))
+            for kind, value, op in (("lfence", lfence, Op.LFENCE), ("sfence", sfence, Op.SFENCE),
+                                    ("mfence", mfence, Op.MFENCE)) if value is not None]
+    rows += [row(kind, f"{kind}-throughput", value, "cycles", partial(flush_cycles, op=op), where)
+             for kind, value, op in (("clflush", clflush, Op.CLFLUSH),
+                                     ("clflushopt", clflushopt, Op.CLFLUSHOPT),
+                                     ("clwb", clwb, Op.CLWB)) if value is not None]
     if movsb is not None:
-        rows.append(Row(profile, "rep-movsb-l1", movsb, "B/cycle",
-                        _src(tag, movsb_where, machine), rep_movsb_bytes_per_cycle))
+        rows.append(row("rep-movsb", "rep-movsb-l1", movsb, "B/cycle",
+                        rep_movsb_bytes_per_cycle, movsb_where))
     if locked is not None:
-        rows.append(Row(profile, "locked-rmw-latency", locked, "cycles",
-                        _src(tag, "§11: LOCK ADD / XCHG m64", machine), locked_rmw_cycles))
+        rows.append(row("locked", "locked-rmw-latency", locked, "cycles", locked_rmw_cycles,
+                        "§11: LOCK ADD / XCHG m64"))
     return rows
 
 
@@ -114,15 +144,43 @@ def _chase(region, pattern):
     return partial(chase_ns, region=region, pattern=pattern)
 
 
-def _mlc_rows(profile, tag, machine, local, remote, hitm=None, suffix=""):
-    """An MLC output's idle latencies (§10) and same-socket HITM (§12)."""
+# MLC turns the hardware prefetchers off for its latency and c2c tests when it can write
+# their MSR (root and the msr module); when it cannot, its output says so and it reads in a
+# random order with them on (docs/validation.md "Machine setting").
+MLC_OFF = "MLC ran as root, no warning: prefetchers off for latency and c2c (MLC's default)"
+MLC_ON = "MLC's output: 'Unable to modify prefetchers', random access: prefetchers on"
+MLC_UNKNOWN = ("the MLC output was not reachable to see whether MLC could turn the "
+               "prefetchers off: run with them on, prefetchers-off reading beside it")
+LATTESTER = ("LATTester does not set the prefetchers (no MSR write in its source) and "
+             "[YA20] does not say how they were: run with them on, prefetchers-off reading "
+             "beside it")
+_OTHER = ("prefetchers off", PREFETCHERS_OFF)
+
+
+def _setting(prefetchers):
+    """A row's machine setting and second reading for a tool whose prefetcher setting is
+    "off", "on" or "unknown"."""
+    return {"off": {"overrides": PREFETCHERS_OFF}, "on": {},
+            "unknown": {"other": _OTHER}}[prefetchers]
+
+
+def _mlc_rows(profile, tag, machine, local, remote, hitm=None, suffix="", prefetchers="off",
+              calibrates=()):
+    """An MLC output's idle latencies (§10) and same-socket HITM (§12); `calibrates`: the
+    profile keys taken from this output, for local, remote and HITM."""
+    note = {"off": MLC_OFF, "on": MLC_ON, "unknown": MLC_UNKNOWN}[prefetchers]
+    keys = dict(zip(("local", "remote", "hitm"), calibrates))
     rows = [Row(profile, f"dram-latency-mlc{suffix}", local, "ns",
-                _src(tag, "§10: local idle", machine), _chase("dram0", "random")),
+                _src(tag, "§10: local idle", machine) + "; " + note, _chase("dram0", "random"),
+                calibrates=keys.get("local"), **_setting(prefetchers)),
             Row(profile, f"dram-latency-remote-mlc{suffix}", remote, "ns",
-                _src(tag, "§10: remote idle", machine), _chase("dram1", "random"))]
+                _src(tag, "§10: remote idle", machine) + "; " + note,
+                _chase("dram1", "random"), calibrates=keys.get("remote"),
+                **_setting(prefetchers))]
     if hitm is not None:
         rows.append(Row(profile, f"hitm-same-socket{suffix}", hitm, "ns",
-                        _src(tag, "§12: L2->L2 HITM", machine), hitm_ns))
+                        _src(tag, "§12: L2->L2 HITM", machine) + "; " + note, hitm_ns,
+                        calibrates=keys.get("hitm"), **_setting(prefetchers)))
     return rows
 
 
@@ -136,42 +194,51 @@ def _persist(region, path):
 
 _FIG2 = "[YA20 Fig.2; OPTSTUDY 02-best_case_latency]"
 _BWCSV = "[OPTSTUDY bandwidth.csv]"
+_LAT = {"other": _OTHER}   # a LATTester read: setting not documented
 ROWS = [
     # -- cascadelake-optane: the Optane box of [YA20] (§1, §2, §8.4, §9), MLC-CLX (§2, §10,
     #    §12), [ILX] CascadeLakeXeon (§4, §11, §13)
-    Row(CLX, "dram-latency-seq", 81.4, "ns", _src(_FIG2, "§1.1, §2", BOX),
-        _chase("dram0", "sequential")),
-    Row(CLX, "dram-latency-rand", 101.5, "ns", _src(_FIG2, "§1.1, §2", BOX),
-        _chase("dram0", "random")),
-    Row(CLX, "optane-latency-seq", 169.4, "ns", _src(_FIG2, "§1.1", BOX),
-        _chase("pmem0", "sequential")),
-    Row(CLX, "optane-latency-rand", 305.0, "ns", _src(_FIG2, "§1.1", BOX),
-        _chase("pmem0", "random")),
-    *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3),
+    Row(CLX, "dram-latency-seq", 81.4, "ns", _src(_FIG2, "§1.1, §2", BOX) + "; " + LATTESTER
+        + " (the profile cites this figure beside MLC-CLX's 80.8, its value)",
+        _chase("dram0", "sequential"), **_LAT),
+    Row(CLX, "dram-latency-rand", 101.5, "ns", _src(_FIG2, "§1.1, §2", BOX) + "; " + LATTESTER,
+        _chase("dram0", "random"), **_LAT),
+    Row(CLX, "optane-latency-seq", 169.4, "ns", _src(_FIG2, "§1.1", BOX) + "; " + LATTESTER,
+        _chase("pmem0", "sequential"), calibrates="media.optane.buffer_read_latency_ns", **_LAT),
+    Row(CLX, "optane-latency-rand", 305.0, "ns", _src(_FIG2, "§1.1", BOX) + "; " + LATTESTER,
+        _chase("pmem0", "random"), calibrates="media.optane.read_latency_ns", **_LAT),
+    *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3, prefetchers="on",
+               calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
+                           "cache.llc.peer_hitm_ns")),
     *_mlc_rows(CLX, "MLC (CSIT calib_clx)", CLX6252, local=81.2, remote=130.2, hitm=55.6,
                suffix="-6252n"),
     Row(CLX, "dram-write-ntstore-64B", 86.9, "ns", _src(_FIG2, "§1.1", BOX),
         _persist("dram0", "ntstore")),
     Row(CLX, "dram-write-clwb-64B", 57.3, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("dram0", "clwb")),
+        _persist("dram0", "clwb"), calibrates="media.dram.write_accept_ns"),
     Row(CLX, "optane-write-ntstore-64B", 90.4, "ns", _src(_FIG2, "§1.1", BOX),
         _persist("pmem0", "ntstore")),
     Row(CLX, "optane-write-clwb-64B", 62.3, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("pmem0", "clwb")),
+        _persist("pmem0", "clwb"), calibrates="media.optane.write_accept_ns"),
     *_persist_rows(),
-    Row(CLX, "dram-read-bw", 7.4, "GB/s", _src("[YA20 Fig.4]", "§2, §1.2: 1 thread", BOX),
-        _bw("dram0", "read")),
+    Row(CLX, "dram-read-bw", 7.4, "GB/s",
+        _src("[YA20 Fig.4]", "§2, §1.2: 1 thread", BOX) + "; " + LATTESTER,
+        _bw("dram0", "read"), **_LAT),
     Row(CLX, "dram-read-bw-remote", _mid(3.9, 4.8), "GB/s",
-        _src(_BWCSV, "§8.4: rdram load, 1 thread, 3.9 (64 B) .. 4.8", BOX),
-        _bw("dram1", "read")),
+        _src(_BWCSV, "§8.4: rdram load, 1 thread, 3.9 (64 B) .. 4.8", BOX) + "; " + LATTESTER,
+        _bw("dram1", "read"), **_LAT),
     Row(CLX, "dram-ntstore-bw", _mid(4.53, 4.60), "GB/s",
-        _src(_BWCSV, "§8.4: ldram, 1 thread, 4.53-4.60", BOX), _bw("dram0", "ntstore")),
+        _src(_BWCSV, "§8.4: ldram, 1 thread, 4.53-4.60", BOX), _bw("dram0", "ntstore"),
+        calibrates="media.dram.wc_post_ns"),
     Row(CLX, "dram-ntstore-bw-remote", _mid(2.24, 2.30), "GB/s",
-        _src(_BWCSV, "§8.4, §10: rdram, 1 thread, 2.24-2.30", BOX), _bw("dram1", "ntstore")),
+        _src(_BWCSV, "§8.4, §10: rdram, 1 thread, 2.24-2.30", BOX), _bw("dram1", "ntstore"),
+        calibrates="numa.remote_post_ns"),
     Row(CLX, "optane-read-bw-6dimm", 2.88, "GB/s",
-        _src("[YA20 Fig.4]", "§1.2: 6 DIMMs interleaved, 1 thread", BOX), _bw("pmem0", "read")),
+        _src("[YA20 Fig.4]", "§1.2: 6 DIMMs interleaved, 1 thread", BOX) + "; " + LATTESTER,
+        _bw("pmem0", "read"), **_LAT),
     Row(CLX, "optane-read-bw-1dimm", 2.92, "GB/s",
-        _src("[YA20 Fig.4]", "§1.2: 1 DIMM, 1 thread", BOX), _bw("pmem0", "read", dimms=1)),
+        _src("[YA20 Fig.4]", "§1.2: 1 DIMM, 1 thread", BOX) + "; " + LATTESTER,
+        _bw("pmem0", "read", dimms=1), **_LAT),
     Row(CLX, "optane-ntstore-bw-6dimm", _mid(4.23, 4.36), "GB/s",
         _src(_BWCSV, "§8.4: lpmem interleaved, 1 thread, 4.23-4.36", BOX),
         _bw("pmem0", "ntstore")),
@@ -190,24 +257,25 @@ ROWS = [
 
     # -- skylake-ddr4: [ILX] SkylakeX (§3, §4, §11), Skylake-SP servers (§2, §10, §12)
     Row(SKX, "l1d-latency", 4, "cycles", _src("[ILX SkylakeX NewMemLat]", "§3", SKX7900),
-        partial(chase_cycles, nbytes=16 << 10)),
+        partial(chase_cycles, nbytes=16 << 10), calibrates="cache.l1d.hit_cycles"),
     Row(SKX, "l2-latency", 14, "cycles", _src("[ILX SkylakeX NewMemLat]", "§3", SKX7900),
-        partial(chase_cycles, nbytes=512 << 10)),
+        partial(chase_cycles, nbytes=512 << 10), calibrates="cache.l2.hit_cycles"),
     Row(SKX, "llc-latency", _mid(67, 75), "cycles",
         _src("[ILX SkylakeX NewMemLat]", "§3: 67-75 at 2-8 MiB", SKX7900),
-        partial(chase_cycles, nbytes=4 << 20)),
+        partial(chase_cycles, nbytes=4 << 20), calibrates="cache.llc.hit_cycles"),
     Row(SKX, "llc-latency-anandtech", 77, "cycles",
-        _src("[AT11550]", "§3: 77", "Skylake-X (the review's part): the closest profile"),
+        _src("[AT11550]", "§3: 77", "Skylake-X (the review's part): the closest profile; "
+             "the profile's 70 is [ILX]'s 67-75, this figure only cited beside it"),
         partial(chase_cycles, nbytes=4 << 20)),
     Row(SKX, "dram-latency-ilx", 85, "ns",
         _src("[ILX SkylakeX NewMemLat]", "§3: ~280 cycles at 3.3 GHz (~85 ns), 512 MiB",
              SKX7900), _chase("dram0", "random")),
     Row(SKX, "dram-latency-lmbench", _mid(89, 91), "ns",
         _src("[AT11544]", "§2: 89-91 ns, 384-512 MB", "Skylake-SP: this profile's source"),
-        _chase("dram0", "random")),
+        _chase("dram0", "random"), calibrates="media.dram.read_latency_ns"),
     *_mlc_rows(SKX, "MLC (CSIT calib_skx)", SKX8180, local=81.1, remote=144.5, hitm=50.3),
     *_mlc_rows(SKX, "MLC (hpcleuven skylake_mlc.txt)", SKX6140, local=90.2, remote=144.3,
-               hitm=49.9, suffix="-6140"),
+               hitm=49.9, suffix="-6140", prefetchers="on"),
     Row(SKX, "lfence-dependent-chain", 9.3, "cycles",
         _src("[SO-LFENCE]", "§4, §7.2: extra cycles per LFENCE", "Skylake: the closest profile"),
         lfence_extra_cycles),
@@ -216,11 +284,11 @@ ROWS = [
 
     # -- broadwell-ddr4: [ILX] BroadwellE (§3, §4, §11), Broadwell-EP servers (§2, §3, §12)
     Row(BDW, "l1d-latency", 4, "cycles", _src("[ILX BroadwellE NewMemLat]", "§3", BDW6850),
-        partial(chase_cycles, nbytes=16 << 10)),
+        partial(chase_cycles, nbytes=16 << 10), calibrates="cache.l1d.hit_cycles"),
     Row(BDW, "l2-latency", 12, "cycles", _src("[ILX BroadwellE NewMemLat]", "§3", BDW6850),
-        partial(chase_cycles, nbytes=128 << 10)),
+        partial(chase_cycles, nbytes=128 << 10), calibrates="cache.l2.hit_cycles"),
     Row(BDW, "llc-latency", _mid(38, 51), "cycles", _src("[AT11544]", "§3: 38-51", BDW2699),
-        partial(chase_cycles, nbytes=4 << 20)),
+        partial(chase_cycles, nbytes=4 << 20), calibrates="cache.llc.hit_cycles"),
     Row(BDW, "llc-latency-i7-6850k", _mid(56, 58), "cycles",
         _src("[ILX BroadwellE NewMemLat]", "§3: 56-58", BDW6850),
         partial(chase_cycles, nbytes=4 << 20)),
@@ -228,22 +296,25 @@ ROWS = [
         _src("[ILX BroadwellE NewMemLat]", "§3: ~252-265 cycles at 3.6 GHz (~70-74 ns), "
              "512 MiB", BDW6850), _chase("dram0", "random")),
     Row(BDW, "dram-latency-lmbench", 95, "ns", _src("[AT11544]", "§2: 384-512 MB", BDW2699),
-        _chase("dram0", "random")),
+        _chase("dram0", "random"), calibrates="media.dram.read_latency_ns"),
     Row(BDW, "hitm-same-socket", 39.2, "ns",
-        _src("MLC (hpcleuven broadwell_mlc.txt)", "§12", BDW2680), hitm_ns),
+        _src("MLC (hpcleuven broadwell_mlc.txt)", "§12", BDW2680) + "; " + MLC_UNKNOWN,
+        hitm_ns, other=_OTHER),
     *_instruction_rows(BDW, "[ILX BroadwellE]", BDW6850, lfence=4.25, sfence=6.0, mfence=33.3,
                        clflush=106, movsb=57.4, locked=19.0),
 
-    # -- haswell-nvdimm-n: Haswell-EP MLC outputs (§10, §12), [ILX] HaswellEP (§7.2, §11)
+    # -- haswell-nvdimm-n: Haswell-EP MLC outputs (§10, §12), [ILX] HaswellEP (§7.2, §11);
+    #    its instr.* values but the locked RMW's are Broadwell's, transferred
     *_mlc_rows(HSW, "MLC (CSIT calib_hsw)", HSW2699, local=97.5, remote=139.6, hitm=47.1),
     *_mlc_rows(HSW, "MLC (hpcleuven haswell_mlc.txt)", HSW2680, local=92.1, remote=127.1,
-               hitm=36.6, suffix="-2680v3"),
+               hitm=36.6, suffix="-2680v3", prefetchers="unknown"),
     *_mlc_rows(HSW, "MLC (cs499-fa22 hw1 README)", HSW2630, local=93.5, remote=133.8,
-               suffix="-2630v3"),
+               suffix="-2630v3", prefetchers="unknown"),
     Row(HSW, "lfence-throughput", _mid(4.25, 4.26), "cycles",
         _src("[ILX HaswellEP]", "§7.2: 4.25-4.26", HSW26x0), partial(fence_cycles, op=Op.LFENCE)),
     Row(HSW, "locked-rmw-latency", 19.0, "cycles",
-        _src("[ILX HaswellEP]", "§11: LOCK ADD / XCHG m64", HSW26x0), locked_rmw_cycles),
+        _src("[ILX HaswellEP]", "§11: LOCK ADD / XCHG m64", HSW26x0), locked_rmw_cycles,
+        calibrates="instr.lock_rmw_cycles"),
 ]
 
 # Why rows miss the band; docs/validation.md explains each at length.
