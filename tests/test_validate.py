@@ -12,7 +12,9 @@ from xml.etree import ElementTree
 import pytest
 
 from emu.studies import validate
+from emu.machine import Machine
 from emu.studies.cli import main
+from emu.studies.validate.benchmarks import stream_kernel
 from memmodel.profile import load_profile
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
@@ -148,6 +150,26 @@ def test_mlc_rows_run_with_the_prefetchers_as_mlc_left_them():
     assert rows[("skylake-ddr4", "hitm-same-socket")].overrides == validate.PREFETCHERS_OFF
     assert rows[("cascadelake-optane", "dram-latency-mlc")].overrides == ()
     assert rows[("cascadelake-optane", "dram-latency-seq")].other[1] == validate.PREFETCHERS_OFF
+
+
+def test_likwid_kernels_count_their_own_streams():
+    """likwid-bench's kernels as [KERNCRAFT] lists their streams: load A, copy B = A,
+    update A = s * A, triad A = B + C * D. With the prefetchers off every line each array
+    reads or writes first is an L1D miss, and a stream of misses is bound by the fill
+    buffers: 10 LFBs of 64 B per broadwell-ddr4 read latency of 95 ns = 10 * 64 / 95 =
+    6.737 GB/s for load. copy misses twice per element line (A, and B's write-allocate
+    read) and counts two streams: 6.737 again; triad misses four times (B, C, D and A's
+    write-allocate) and counts four: 6.737; update misses once (its store hits A's line)
+    and counts two: 2 * 6.737."""
+    misses = {"load": 1, "copy": 2, "update": 1, "triad": 4}
+    gbps = {}
+    for kernel, per_line in misses.items():
+        m = Machine("broadwell-ddr4", dict(validate.PREFETCHERS_OFF), functional=False)
+        gbps[kernel] = stream_kernel(m, kernel)
+        lines = m.profile.values["cache"]["llc"]["size_bytes"] // 64
+        assert m.stats()["levels"]["l1d"]["misses"] == per_line * lines, kernel
+    assert gbps == pytest.approx({"load": 6.737, "copy": 6.737, "update": 2 * 6.737,
+                                  "triad": 6.737}, rel=2e-3)
 
 
 def test_summary_counts_roles(results):

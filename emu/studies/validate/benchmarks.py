@@ -109,10 +109,12 @@ def bandwidth(m, region, kind, dimms=None):
 
 
 # likwid-bench's streaming kernels (double precision, one element a stream per iteration):
-# the arrays each is read from, the array it writes (None: none). Its GB/s counts the
-# kernel's own streams, 8 B each per element, not the write-allocate reads of the stores.
+# the arrays each reads, the array it writes (None: none), as [KERNCRAFT]'s files list
+# their streams: load A, copy B = A, update A = s * A, triad A = B + C * D (three read
+# streams: likwid's triad, not STREAM's). Its GB/s counts these streams, 8 B each per
+# element, not the write-allocate reads of the stores.
 STREAM_KERNELS = {"load": ((0,), None), "copy": ((0,), 1), "update": ((0,), 0),
-                  "triad": ((1, 2), 0)}
+                  "triad": ((1, 2, 3), 0)}
 
 
 def stream_kernel(m, kernel):
