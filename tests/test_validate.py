@@ -141,15 +141,18 @@ def test_a_row_runs_with_its_setting_and_reports_its_other_reading():
     assert validate.run_row(off).as_json()["setting"] == dict(validate.PREFETCHERS_OFF)
 
 
-def test_mlc_rows_run_with_the_prefetchers_as_mlc_left_them():
+def test_rows_run_with_the_prefetchers_as_their_tool_left_them():
     """MLC turns them off when it can (the CSIT outputs, run as root); the hpcleuven Gold
-    6140 / 6240 outputs say it could not."""
+    6140 / 6240 outputs say it could not. OptaneStudy's run script turns them off for
+    LATTester: its rows run so and show the prefetchers-on reading too."""
     rows = {(r.profile, r.name): r for r in validate.ROWS}
     assert rows[("cascadelake-optane", "dram-latency-mlc-6252n")].overrides == \
         validate.PREFETCHERS_OFF
     assert rows[("skylake-ddr4", "hitm-same-socket")].overrides == validate.PREFETCHERS_OFF
     assert rows[("cascadelake-optane", "dram-latency-mlc")].overrides == ()
-    assert rows[("cascadelake-optane", "dram-latency-seq")].other[1] == validate.PREFETCHERS_OFF
+    for name in ("dram-latency-seq", "persist-clwb-4096B", "optane-read-bw-1dimm"):
+        row = rows[("cascadelake-optane", name)]
+        assert (row.overrides, row.other) == (validate.PREFETCHERS_OFF, ("prefetchers on", ()))
 
 
 def test_likwid_kernels_count_their_own_streams():
@@ -230,11 +233,15 @@ def test_json_shape(capsys):
 def test_json_prediction_row_and_other_reading(capsys):
     assert main(["validate", "--json", "--only", "dram-latency-seq"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["profiles"]["cascadelake-optane"]["rows"]
-    assert set(row) == KEYS | {"other_reading"} and row["role"] == "prediction"
-    # with the prefetchers off the chase waits for each line: the profile's 80.8 ns
-    # (read_latency_ns) plus the L1D, L2 and LLC lookups on the way, a few cycles
-    assert row["other_reading"]["setting"] == "prefetchers off"
-    assert 80.8 < row["other_reading"]["emulated"] < 82
+    assert set(row) == KEYS | {"setting", "other_reading"} and row["role"] == "prediction"
+    assert row["setting"] == {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
+    # prefetchers off: each dependent load waits the profile's DRAM read latency, 80.8 ns
+    # at 2.2 GHz = 177.76, whole cycles: 178 / 2.2 = 80.909 ns
+    assert row["emulated"] == pytest.approx(178 / 2.2, abs=1e-3)
+    # prefetchers on: the next lines are on their way while the chase waits
+    assert row["other_reading"]["setting"] == "prefetchers on"
+    assert row["other_reading"]["overrides"] == {}
+    assert row["other_reading"]["emulated"] < 60
 
 
 def test_table_names_rows_profiles_and_counts(capsys):

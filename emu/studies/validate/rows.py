@@ -108,11 +108,18 @@ PERSIST_CURVE = {64: (124.7, 116.4), 128: (134.7, 133.7), 256: (212.0, 192.5),
 PERSIST_PATHS = {"ntstore": "ntstore + sfence", "clwb": "store + clwb + sfence"}
 
 
+def _lat(name, measured, unit, tag, where, bench, **kw):
+    """A row of the Optane box measured by LATTester ([YA20], [OPTSTUDY]): run as its
+    sample run script sets the machine (LATTESTER)."""
+    return Row(CLX, name, measured, unit, _src(tag, where, BOX) + "; " + LATTESTER, bench,
+               overrides=PREFETCHERS_OFF, other=_ON, **kw)
+
+
 def _persist_rows():
-    src = _src("[YA20 Fig.12; OPTSTUDY 12-flush_instr_lat]", "§9.1, §1.1", BOX)
-    return [Row(CLX, f"persist-{path}-{n}B", PERSIST_CURVE[n][i], "ns", src,
-                partial(persist_ns, region="pmem0", path=path, nbytes=n),
-                (PERSIST_PATHS[path], n))
+    return [_lat(f"persist-{path}-{n}B", PERSIST_CURVE[n][i], "ns",
+                 "[YA20 Fig.12; OPTSTUDY 12-flush_instr_lat]", "§9.1, §1.1",
+                 partial(persist_ns, region="pmem0", path=path, nbytes=n),
+                 curve=(PERSIST_PATHS[path], n))
             for i, path in enumerate(PERSIST_PATHS) for n in PERSIST_CURVE]
 
 
@@ -161,10 +168,11 @@ MLC_OFF = "MLC ran as root, no warning: prefetchers off for latency and c2c (MLC
 MLC_ON = "MLC's output: 'Unable to modify prefetchers', random access: prefetchers on"
 MLC_UNKNOWN = ("the MLC output was not reachable to see whether MLC could turn the "
                "prefetchers off: run with them on, prefetchers-off reading beside it")
-LATTESTER = ("LATTester does not set the prefetchers (no MSR write in its source) and "
-             "[YA20] does not say how they were: run with them on, prefetchers-off reading "
-             "beside it")
+LATTESTER = ("LATTester: prefetchers off, as OptaneStudy's sample run script sets them "
+             "(src/testscript/run.example.sh, wrmsr 0x1a4 0xf); [YA20] does not restate it: "
+             "prefetchers-on reading beside it")
 _OTHER = ("prefetchers off", PREFETCHERS_OFF)
+_ON = ("prefetchers on", ())
 
 
 def _setting(prefetchers):
@@ -212,67 +220,55 @@ def _likwid_rows(profile, machine, **gbps):
 
 _FIG2 = "[YA20 Fig.2; OPTSTUDY 02-best_case_latency]"
 _BWCSV = "[OPTSTUDY bandwidth.csv]"
-_LAT = {"other": _OTHER}   # a LATTester read: setting not documented
 ROWS = [
     # -- cascadelake-optane: the Optane box of [YA20] (§1, §2, §8.4, §9), MLC-CLX (§2, §10,
     #    §12), [ILX] CascadeLakeXeon (§4, §11, §13)
-    Row(CLX, "dram-latency-seq", 81.4, "ns", _src(_FIG2, "§1.1, §2", BOX) + "; " + LATTESTER
-        + " (the profile cites this figure beside MLC-CLX's 80.8, its value)",
-        _chase("dram0", "sequential"), **_LAT),
-    Row(CLX, "dram-latency-rand", 101.5, "ns", _src(_FIG2, "§1.1, §2", BOX) + "; " + LATTESTER,
-        _chase("dram0", "random"), **_LAT),
-    Row(CLX, "optane-latency-seq", 169.4, "ns", _src(_FIG2, "§1.1", BOX) + "; " + LATTESTER,
-        _chase("pmem0", "sequential"), calibrates="media.optane.buffer_read_latency_ns", **_LAT),
-    Row(CLX, "optane-latency-rand", 305.0, "ns", _src(_FIG2, "§1.1", BOX) + "; " + LATTESTER,
-        _chase("pmem0", "random"), calibrates="media.optane.read_latency_ns", **_LAT),
+    # (the profile cites dram-latency-seq's 81.4 ns beside MLC-CLX's 80.8, the value it took)
+    _lat("dram-latency-seq", 81.4, "ns", _FIG2, "§1.1, §2", _chase("dram0", "sequential")),
+    _lat("dram-latency-rand", 101.5, "ns", _FIG2, "§1.1, §2", _chase("dram0", "random")),
+    _lat("optane-latency-seq", 169.4, "ns", _FIG2, "§1.1", _chase("pmem0", "sequential"),
+         calibrates="media.optane.buffer_read_latency_ns"),
+    _lat("optane-latency-rand", 305.0, "ns", _FIG2, "§1.1", _chase("pmem0", "random"),
+         calibrates="media.optane.read_latency_ns"),
     Row(CLX, "optane-latency-iz19", 346.0, "ns",
         _src("[IZ19 abstract]", "§1.1: headline read latency", "the same UCSD Optane box "
              "(this profile's machine); tool and prefetcher setting not recorded: a random "
-             "chase, prefetchers-off reading beside it"), _chase("pmem0", "random"), **_LAT),
+             "chase, prefetchers-off reading beside it"), _chase("pmem0", "random"),
+        other=_OTHER),
     *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3, prefetchers="on",
                calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
                            "cache.llc.peer_hitm_ns")),
     *_mlc_rows(CLX, "MLC (CSIT calib_clx)", CLX6252, local=81.2, remote=130.2, hitm=55.6,
                suffix="-6252n"),
-    Row(CLX, "dram-write-ntstore-64B", 86.9, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("dram0", "ntstore")),
-    Row(CLX, "dram-write-clwb-64B", 57.3, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("dram0", "clwb"), calibrates="media.dram.write_accept_ns"),
-    Row(CLX, "optane-write-ntstore-64B", 90.4, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("pmem0", "ntstore")),
-    Row(CLX, "optane-write-clwb-64B", 62.3, "ns", _src(_FIG2, "§1.1", BOX),
-        _persist("pmem0", "clwb"), calibrates="media.optane.write_accept_ns"),
+    _lat("dram-write-ntstore-64B", 86.9, "ns", _FIG2, "§1.1", _persist("dram0", "ntstore")),
+    _lat("dram-write-clwb-64B", 57.3, "ns", _FIG2, "§1.1", _persist("dram0", "clwb"),
+         calibrates="media.dram.write_accept_ns"),
+    _lat("optane-write-ntstore-64B", 90.4, "ns", _FIG2, "§1.1", _persist("pmem0", "ntstore")),
+    _lat("optane-write-clwb-64B", 62.3, "ns", _FIG2, "§1.1", _persist("pmem0", "clwb"),
+         calibrates="media.optane.write_accept_ns"),
     *_persist_rows(),
-    Row(CLX, "dram-read-bw", 7.4, "GB/s",
-        _src("[YA20 Fig.4]", "§2, §1.2: 1 thread", BOX) + "; " + LATTESTER,
-        _bw("dram0", "read"), **_LAT),
-    Row(CLX, "dram-read-bw-remote", _mid(3.9, 4.8), "GB/s",
-        _src(_BWCSV, "§8.4: rdram load, 1 thread, 3.9 (64 B) .. 4.8", BOX) + "; " + LATTESTER,
-        _bw("dram1", "read"), **_LAT),
-    Row(CLX, "dram-ntstore-bw", _mid(4.53, 4.60), "GB/s",
-        _src(_BWCSV, "§8.4: ldram, 1 thread, 4.53-4.60", BOX), _bw("dram0", "ntstore"),
-        calibrates="media.dram.wc_post_ns"),
-    Row(CLX, "dram-ntstore-bw-remote", _mid(2.24, 2.30), "GB/s",
-        _src(_BWCSV, "§8.4, §10: rdram, 1 thread, 2.24-2.30", BOX), _bw("dram1", "ntstore"),
-        calibrates="numa.remote_post_ns"),
-    Row(CLX, "optane-read-bw-6dimm", 2.88, "GB/s",
-        _src("[YA20 Fig.4]", "§1.2: 6 DIMMs interleaved, 1 thread", BOX) + "; " + LATTESTER,
-        _bw("pmem0", "read"), **_LAT),
-    Row(CLX, "optane-read-bw-1dimm", 2.92, "GB/s",
-        _src("[YA20 Fig.4]", "§1.2: 1 DIMM, 1 thread", BOX) + "; " + LATTESTER,
-        _bw("pmem0", "read", dimms=1), **_LAT),
-    Row(CLX, "optane-ntstore-bw-6dimm", _mid(4.23, 4.36), "GB/s",
-        _src(_BWCSV, "§8.4: lpmem interleaved, 1 thread, 4.23-4.36", BOX),
-        _bw("pmem0", "ntstore")),
-    Row(CLX, "optane-ntstore-bw-1dimm", _mid(2.26, 2.28), "GB/s",
-        _src(_BWCSV, "§8.4: lpmem 1 DIMM, 1 thread, 2.26-2.28", BOX),
-        _bw("pmem0", "ntstore", dimms=1)),
-    Row(CLX, "optane-ewr-64B", 0.247, "ratio",
-        _src(_BWCSV, "§1.3: random 64 B NT writes, 6 DIMMs, median over thread counts", BOX),
-        partial(ewr, nbytes=64)),
-    Row(CLX, "optane-ewr-256B", 0.986, "ratio",
-        _src(_BWCSV, "§1.3: random 256 B NT writes, 6 DIMMs, median over thread counts", BOX),
-        partial(ewr, nbytes=256)),
+    _lat("dram-read-bw", 7.4, "GB/s", "[YA20 Fig.4]", "§2, §1.2: 1 thread", _bw("dram0", "read")),
+    _lat("dram-read-bw-remote", _mid(3.9, 4.8), "GB/s", _BWCSV,
+         "§8.4: rdram load, 1 thread, 3.9 (64 B) .. 4.8", _bw("dram1", "read")),
+    _lat("dram-ntstore-bw", _mid(4.53, 4.60), "GB/s", _BWCSV, "§8.4: ldram, 1 thread, 4.53-4.60",
+         _bw("dram0", "ntstore"), calibrates="media.dram.wc_post_ns"),
+    _lat("dram-ntstore-bw-remote", _mid(2.24, 2.30), "GB/s", _BWCSV,
+         "§8.4, §10: rdram, 1 thread, 2.24-2.30", _bw("dram1", "ntstore"),
+         calibrates="numa.remote_post_ns"),
+    _lat("optane-read-bw-6dimm", 2.88, "GB/s", "[YA20 Fig.4]",
+         "§1.2: 6 DIMMs interleaved, 1 thread", _bw("pmem0", "read")),
+    _lat("optane-read-bw-1dimm", 2.92, "GB/s", "[YA20 Fig.4]", "§1.2: 1 DIMM, 1 thread",
+         _bw("pmem0", "read", dimms=1)),
+    _lat("optane-ntstore-bw-6dimm", _mid(4.23, 4.36), "GB/s", _BWCSV,
+         "§8.4: lpmem interleaved, 1 thread, 4.23-4.36", _bw("pmem0", "ntstore")),
+    _lat("optane-ntstore-bw-1dimm", _mid(2.26, 2.28), "GB/s", _BWCSV,
+         "§8.4: lpmem 1 DIMM, 1 thread, 2.26-2.28", _bw("pmem0", "ntstore", dimms=1)),
+    _lat("optane-ewr-64B", 0.247, "ratio", _BWCSV,
+         "§1.3: random 64 B NT writes, 6 DIMMs, median over thread counts",
+         partial(ewr, nbytes=64)),
+    _lat("optane-ewr-256B", 0.986, "ratio", _BWCSV,
+         "§1.3: random 256 B NT writes, 6 DIMMs, median over thread counts",
+         partial(ewr, nbytes=256)),
     *_instruction_rows(CLX, "[ILX CascadeLakeXeon]", CLX8280, lfence=4.25, sfence=6.0,
                        mfence=33.3, clflush=_mid(88, 109), clflushopt=_mid(58, 69),
                        clwb=_mid(1.0, 1.1), movsb=58.72, movsb_where="§13, §4", locked=18.0),
@@ -415,29 +411,22 @@ REASONS = {
 # fall in today (its ratio +-10 %, so that a change of the model shows) and why the model
 # misses it. `python -m emu.studies.validate --suggest-gaps` regenerates the table.
 KNOWN_GAPS = {
-    (CLX, "dram-latency-seq"): (0.46, 0.58, REASONS["prefetch-seq"]),
     (CLX, "dram-latency-rand"): (0.71, 0.88, REASONS["dram-one-latency"]),
-    (CLX, "optane-latency-seq"): (0.64, 0.8, REASONS["prefetch-seq"]),
     (CLX, "dram-write-ntstore-64B"): (1.49, 1.83, REASONS["ntstore-lone-line"]),
-    (CLX, "dram-write-clwb-64B"): (1.2, 1.48, REASONS["clwb-rfo-first"]),
+    (CLX, "dram-write-clwb-64B"): (1.44, 1.77, REASONS["clwb-rfo-first"]),
     (CLX, "optane-write-ntstore-64B"): (1.43, 1.76, REASONS["ntstore-lone-line"]),
-    (CLX, "optane-write-clwb-64B"): (1.18, 1.45, REASONS["clwb-rfo-first"]),
+    (CLX, "optane-write-clwb-64B"): (1.39, 1.71, REASONS["clwb-rfo-first"]),
     (CLX, "persist-ntstore-256B"): (0.61, 0.76, REASONS["persist-fixed"]),
     (CLX, "persist-ntstore-512B"): (0.54, 0.67, REASONS["burst-intake"]),
     (CLX, "persist-ntstore-1024B"): (0.56, 0.7, REASONS["burst-intake"]),
     (CLX, "persist-ntstore-2048B"): (0.59, 0.74, REASONS["burst-intake"]),
     (CLX, "persist-ntstore-4096B"): (0.57, 0.71, REASONS["burst-intake"]),
-    (CLX, "persist-clwb-64B"): (0.63, 0.78, REASONS["persist-fixed"]),
     (CLX, "persist-clwb-128B"): (0.65, 0.81, REASONS["persist-fixed"]),
     (CLX, "persist-clwb-256B"): (0.46, 0.57, REASONS["clwb-overlap"]),
     (CLX, "persist-clwb-512B"): (0.37, 0.47, REASONS["clwb-overlap"]),
     (CLX, "persist-clwb-1024B"): (0.32, 0.41, REASONS["clwb-overlap"]),
     (CLX, "persist-clwb-2048B"): (0.33, 0.42, REASONS["clwb-overlap"]),
     (CLX, "persist-clwb-4096B"): (0.36, 0.45, REASONS["clwb-overlap"]),
-    (CLX, "dram-read-bw"): (1.14, 1.41, REASONS["l2-prefetch-unbounded"]),
-    (CLX, "dram-read-bw-remote"): (1.49, 1.83, REASONS["l2-prefetch-unbounded"]),
-    (CLX, "optane-read-bw-6dimm"): (1.86, 2.28, REASONS["l2-prefetch-unbounded"]),
-    (CLX, "optane-read-bw-1dimm"): (1.83, 2.25, REASONS["l2-prefetch-unbounded"]),
     (CLX, "rep-movsb-l1"): (0.69, 0.86, REASONS["rep-startup"]),
     (SKX, "lfence-dependent-chain"): (0.38, 0.48, REASONS["lfence-refill"]),
     (SKX, "rep-movsb-l1"): (0.7, 0.87, REASONS["rep-startup"]),
