@@ -1,7 +1,10 @@
 """`emu validate` (docs/validation.md): every row within x/÷1.25 of its measurement or inside
-the range KNOWN_GAPS documents for it, every gap explained in docs/validation.md, the --json
-shape, the usage errors, --plot and --suggest-gaps."""
+the range KNOWN_GAPS documents for it, every gap explained in docs/validation.md, every
+calibration row naming a profile key that came from its source, the machine setting a row
+runs with, the --json shape, the usage errors, --plot and --suggest-gaps."""
+import dataclasses
 import json
+import re
 import os
 import sys
 from pathlib import Path
@@ -10,10 +13,13 @@ from xml.etree import ElementTree
 import pytest
 
 from emu.studies import validate
+from emu.machine import Machine
 from emu.studies.cli import main
+from emu.studies.validate.benchmarks import stream_kernel
+from memmodel.profile import load_profile
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
-KEYS = {"name", "measured", "emulated", "ratio", "unit", "source", "status"}
+KEYS = {"name", "measured", "emulated", "ratio", "unit", "source", "status", "role"}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +72,140 @@ def test_every_known_gap_is_explained_in_docs_validation_md():
     assert missing == []
 
 
+def source_tag(row):
+    """The tag a row's source starts with, as the profiles cite it: "[ILX CascadeLakeXeon]"
+    -> "[ILX]", "[YA20 Fig.2; ...]" -> "[YA20]", "MLC (CSIT calib_clx) ..." -> "CSIT calib_clx"."""
+    if row.source.startswith("["):
+        return "[" + row.source[1:].split("]")[0].split(";")[0].split()[0] + "]"
+    return row.source.split("(", 1)[1].split(")")[0]
+
+
+def calibration_problem(row):
+    """Why `row` cannot be a calibration of its key, or None: the key must exist in the row's
+    resolved profile, be sourced (not an assumption) and its source must cite the row's tag."""
+    p = load_profile(row.profile)
+    value = p.values
+    for part in row.calibrates.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return f"{row.profile} has no key {row.calibrates}"
+        value = value[part]
+    source = p.sources.get(row.calibrates) or ""
+    if source.startswith("assumption") or source_tag(row) not in source:
+        return f"{row.profile} {row.calibrates}: source {source!r} does not cite {source_tag(row)}"
+    return None
+
+
+@pytest.mark.parametrize("row", [r for r in validate.ROWS if r.calibrates],
+                         ids=lambda r: f"{r.profile}:{r.name}")
+def test_calibration_rows_name_a_key_taken_from_their_source(row):
+    assert row.role == "calibration"
+    assert calibration_problem(row) is None
+
+
+def test_a_key_from_another_source_is_no_calibration():
+    """The check above rejects a key the row's measurement did not give, or that does not
+    exist, or that the profile only assumes (e.g. transferred from another machine)."""
+    rows = {(r.profile, r.name): r for r in validate.ROWS}
+    # skylake-ddr4's DRAM latency is [AT11544]'s LMBench, not [ILX]'s NewMemLat
+    ilx = rows[("skylake-ddr4", "dram-latency-ilx")]
+    assert "does not cite [ILX]" in calibration_problem(
+        dataclasses.replace(ilx, calibrates="media.dram.read_latency_ns"))
+    assert "has no key" in calibration_problem(
+        dataclasses.replace(ilx, calibrates="media.dram.no_such_ns"))
+    # broadwell-ddr4's HITM is Cascade Lake's MLC figure, transferred
+    bdw = rows[("broadwell-ddr4", "hitm-same-socket")]
+    assert calibration_problem(dataclasses.replace(bdw, calibrates="cache.llc.peer_hitm_ns"))
+
+
+def test_a_profile_value_taken_from_a_row_makes_it_a_calibration():
+    """The other direction: a key of a profile's own (not transferred) whose source says a
+    validate row of that profile took the same measurement, or calibrated it, is that row's
+    calibrated key, so the row cannot pass for a prediction."""
+    rows = {(r.profile, r.name): r for r in validate.ROWS}
+    pattern = re.compile(r"^calibrated on emu validate row ([\w-]+)|validate row ([\w-]+) takes "
+                         r"the same measurement")
+    found = 0
+    for profile in validate.profiles():
+        p = load_profile(profile)
+        for key, source in p.sources.items():
+            if key in p.transfers:
+                continue
+            for m in pattern.finditer(source):
+                row = rows[(profile, m[1] or m[2])]
+                assert row.calibrates == key, f"{profile} {key}: {source}"
+                found += 1
+    assert found >= 8
+
+
+def test_prefetcher_keys_switch_every_profiles_prefetchers_off():
+    for profile in validate.profiles():
+        levels = load_profile(profile, dict(validate.PREFETCHERS_OFF)).values["cache"]
+        assert {lvl["prefetcher"] for lvl in levels.values()} == {"none"}
+
+
+def _prefetching(m):
+    """A bench that tells which prefetchers the Machine it gets has: 2 on, 1 off."""
+    return 2.0 if m.profile.values["cache"]["l2"]["prefetcher"] != "none" else 1.0
+
+
+def test_a_row_runs_with_its_setting_and_reports_its_other_reading():
+    on = validate.Row("skylake-ddr4", "x", 1.0, "ns", "s", _prefetching)
+    off = dataclasses.replace(on, overrides=validate.PREFETCHERS_OFF)
+    both = dataclasses.replace(on, other=("prefetchers off", validate.PREFETCHERS_OFF))
+    assert (validate.run_row(on).emulated, validate.run_row(on).other) == (2.0, None)
+    assert validate.run_row(off).emulated == 1.0
+    r = validate.run_row(both)
+    assert (r.emulated, r.ratio, r.other) == (2.0, 2.0, (1.0, 1.0))
+    assert r.as_json()["other_reading"] == {
+        "setting": "prefetchers off", "emulated": 1.0, "ratio": 1.0,
+        "overrides": {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}}
+    assert validate.run_row(off).as_json()["setting"] == dict(validate.PREFETCHERS_OFF)
+
+
+def test_rows_run_with_the_prefetchers_as_their_tool_left_them():
+    """MLC turns them off when it can (the CSIT outputs, run as root); the hpcleuven Gold
+    6140 / 6240 outputs say it could not. OptaneStudy's run script turns them off for
+    LATTester: its rows run so and show the prefetchers-on reading too."""
+    rows = {(r.profile, r.name): r for r in validate.ROWS}
+    assert rows[("cascadelake-optane", "dram-latency-mlc-6252n")].overrides == \
+        validate.PREFETCHERS_OFF
+    assert rows[("skylake-ddr4", "hitm-same-socket")].overrides == validate.PREFETCHERS_OFF
+    assert rows[("cascadelake-optane", "dram-latency-mlc")].overrides == ()
+    for name in ("dram-latency-seq", "persist-clwb-4096B", "optane-read-bw-1dimm"):
+        row = rows[("cascadelake-optane", name)]
+        assert (row.overrides, row.other) == (validate.PREFETCHERS_OFF, ("prefetchers on", ()))
+
+
+def test_likwid_kernels_count_their_own_streams():
+    """likwid-bench's kernels as [KERNCRAFT] lists their streams: load A, copy B = A,
+    update A = s * A, triad A = B + C * D. With the prefetchers off every line each array
+    reads or writes first is an L1D miss, and a stream of misses is bound by the fill
+    buffers: 10 LFBs of 64 B per broadwell-ddr4 read latency of 95 ns = 10 * 64 / 95 =
+    6.737 GB/s for load. copy misses twice per element line (A, and B's write-allocate
+    read) and counts two streams: 6.737 again; triad misses four times (B, C, D and A's
+    write-allocate) and counts four: 6.737; update misses once (its store hits A's line)
+    and counts two: 2 * 6.737."""
+    misses = {"load": 1, "copy": 2, "update": 1, "triad": 4}
+    gbps = {}
+    for kernel, per_line in misses.items():
+        m = Machine("broadwell-ddr4", dict(validate.PREFETCHERS_OFF), functional=False)
+        gbps[kernel] = stream_kernel(m, kernel)
+        lines = m.profile.values["cache"]["llc"]["size_bytes"] // 64
+        assert m.stats()["levels"]["l1d"]["misses"] == per_line * lines, kernel
+    assert gbps == pytest.approx({"load": 6.737, "copy": 6.737, "update": 2 * 6.737,
+                                  "triad": 6.737}, rel=2e-3)
+
+
+def test_summary_counts_roles(results):
+    s = validate.summary(results)
+    rows = [r for rs in results.values() for r in rs]
+    assert s["rows"] == len(rows) == s["prediction"] + s["calibration"]
+    assert s["calibration"] == sum(bool(r.row.calibrates) for r in rows)
+    assert s["prediction_in_band"] == sum(r.status == "ok" and not r.row.calibrates for r in rows)
+    assert s["calibration_fraction"] == round(s["calibration"] / s["rows"], 4)
+    assert sum(p["prediction"] for p in s["profiles"].values()) == s["prediction"]
+
+
 def test_status_boundaries(monkeypatch):
     monkeypatch.setitem(validate.KNOWN_GAPS, ("p", "gap"), (0.4, 0.5, "why"))
     assert validate.status("p", "x", None) == "skip"
@@ -93,25 +233,50 @@ def test_json_shape(capsys):
     assert main(["validate", "--json", "--only", "l1d-latency", "--only", "locked-rmw-latency",
                  "--profile", "skylake-ddr4"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert list(out) == ["profiles"] and list(out["profiles"]) == ["skylake-ddr4"]
+    assert list(out) == ["profiles", "summary"] and list(out["profiles"]) == ["skylake-ddr4"]
     assert list(out["profiles"]["skylake-ddr4"]) == ["rows"]
     rows = out["profiles"]["skylake-ddr4"]["rows"]
-    assert [set(r) for r in rows] == [KEYS, KEYS]
+    assert [set(r) for r in rows] == [KEYS | {"calibrates"}, KEYS | {"calibrates"}]
     l1, locked = rows
     assert (l1["name"], l1["measured"], l1["emulated"], l1["ratio"], l1["unit"], l1["status"]) == (
         "l1d-latency", 4, 4.0, 1.0, "cycles", "ok")
+    # the profile's L1D hit latency is [ILX] SkylakeX NewMemLat's 4 cycles: read back
+    assert (l1["role"], l1["calibrates"]) == ("calibration", "cache.l1d.hit_cycles")
+    assert out["summary"] == {"profiles": {"skylake-ddr4": {
+        "prediction": 0, "prediction_in_band": 0, "calibration": 2}}, "prediction": 0,
+        "prediction_in_band": 0, "calibration": 2, "rows": 2, "calibration_fraction": 1.0}
     assert "docs/hardware.md §3" in l1["source"]
     # 200 back-to-back LOCK ADDs on an L1-resident line: each waits for the one before, so
     # each costs the profile's locked latency, 18 cycles ([ILX] SkylakeX 18.1)
     assert (locked["emulated"], locked["status"]) == (18.0, "ok")
 
 
+def test_json_prediction_row_and_other_reading(capsys):
+    assert main(["validate", "--json", "--only", "dram-latency-seq"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["profiles"]["cascadelake-optane"]["rows"]
+    assert set(row) == KEYS | {"setting", "other_reading"} and row["role"] == "prediction"
+    assert row["setting"] == {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
+    # prefetchers off: each dependent load waits the profile's DRAM read latency, 80.8 ns
+    # at 2.2 GHz = 177.76, whole cycles: 178 / 2.2 = 80.909 ns
+    assert row["emulated"] == pytest.approx(178 / 2.2, abs=1e-3)
+    # prefetchers on: the next lines are on their way while the chase waits
+    assert row["other_reading"]["setting"] == "prefetchers on"
+    assert row["other_reading"]["overrides"] == {}
+    assert row["other_reading"]["emulated"] < 60
+
+
 def test_table_names_rows_profiles_and_counts(capsys):
-    assert main(["validate", "--only", "lfence-throughput"]) == 0
+    # the HITM of MLC-CLX and of the E5-2699 v3 gave their profiles' values; the Platinum
+    # 8180's and the E5-2680 v4's did not
+    assert main(["validate", "--only", "hitm-same-socket"]) == 0
     out = capsys.readouterr().out
     for profile in validate.profiles():
         assert f"{profile}\n" in out
-    assert out.count("lfence-throughput") == 4
+    assert len(re.findall(r"^  hitm-same-socket +\d", out, re.M)) == 4   # a row a profile
+    assert "calibration of cache.llc.peer_hitm_ns" in out
+    assert "skylake-ddr4: 1 of 1 prediction rows within the band, 0 calibration rows\n" in out
+    assert ("all: 2 of 2 prediction rows within the band; 2 of 4 rows are calibrations (50 %)\n"
+            in out)
     assert out.endswith("4 rows: 4 ok, 0 gap, 0 FAIL, 0 skip (band 0.8-1.25; docs/validation.md)\n")
 
 

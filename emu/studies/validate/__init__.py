@@ -23,11 +23,13 @@ from emu.studies.validate.results import (
     run_rows,
     status,
     suggest_gaps,
+    summary,
     table,
 )
 from emu.studies.validate.rows import (
     BAND,
     KNOWN_GAPS,
+    PREFETCHERS_OFF,
     REASONS,
     ROWS,
     Row,
@@ -35,6 +37,6 @@ from emu.studies.validate.rows import (
     select,
 )
 
-__all__ = ["BAND", "KNOWN_GAPS", "REASONS", "ROWS", "Result", "Row", "markdown", "plot_name",
-           "profiles", "report", "run_row", "run_rows", "select", "status", "suggest_gaps", "table",
-           "write_plots"]
+__all__ = ["BAND", "KNOWN_GAPS", "PREFETCHERS_OFF", "REASONS", "ROWS", "Result", "Row",
+           "markdown", "plot_name", "profiles", "report", "run_row", "run_rows", "select",
+           "status", "suggest_gaps", "summary", "table", "write_plots"]

@@ -108,6 +108,30 @@ def bandwidth(m, region, kind, dimms=None):
     return len(addrs) * LINE / m.run(p).seconds / 1e9
 
 
+# likwid-bench's streaming kernels (double precision, one element a stream per iteration):
+# the arrays each reads, the array it writes (None: none), as [KERNCRAFT]'s files list
+# their streams: load A, copy B = A, update A = s * A, triad A = B + C * D (three read
+# streams: likwid's triad, not STREAM's). Its GB/s counts these streams, 8 B each per
+# element, not the write-allocate reads of the stores.
+STREAM_KERNELS = {"load": ((0,), None), "copy": ((0,), 1), "update": ((0,), 0),
+                  "triad": ((1, 2, 3), 0)}
+
+
+def stream_kernel(m, kernel):
+    """Single-core likwid-bench kernel from memory: per 64-byte line, a 64-byte load of
+    each array read, then a 64-byte (write-allocating) store to the array written, over
+    arrays of the LLC's size each in dram0, never touched before (0.5x to 2x agree within
+    1 %); bytes of the kernel's streams / emulated seconds: GB/s."""
+    reads, write = STREAM_KERNELS[kernel]
+    nbytes = m.profile.values["cache"]["llc"]["size_bytes"] // LINE * LINE
+    lines = _base(m, "dram0") + np.arange(0, nbytes, LINE, dtype=np.int64)
+    ops = [_rows(Op.LOAD, lines + a * nbytes, LINE) for a in reads]
+    if write is not None:
+        ops.append(_rows(Op.STORE, lines + write * nbytes, LINE))
+    streams = len(reads) + (write is not None)
+    return streams * nbytes / m.run(Program.from_array(_interleave(*ops))).seconds / 1e9
+
+
 PERSIST_BYTES = 4 << 20   # written per row: 40 x the XPBuffers of the 6 DIMMs (6 x 16 KiB)
 PAGE_BYTES = 4096
 

@@ -1,12 +1,12 @@
-"""Running the rows of rows.py and reporting them: each row's Result and status, the table
-of `emu validate` and its --json object, docs/validation.md's markdown and, for
---suggest-gaps, KNOWN_GAPS as Python source."""
+"""Running the rows of rows.py and reporting them: each row's Result and status, the count
+of prediction and calibration rows, the table of `emu validate` and its --json object,
+docs/validation.md's markdown and, for --suggest-gaps, KNOWN_GAPS as Python source."""
 import math
 import textwrap
 from dataclasses import dataclass
 
 from emu.machine import Machine
-from emu.studies.validate.rows import BAND, HW, KNOWN_GAPS, REASONS, Row
+from emu.studies.validate.rows import BAND, HW, KNOWN_GAPS, PREFETCHERS_OFF, REASONS, Row
 
 
 # ---------------------------------------------------------------------------- running
@@ -16,12 +16,22 @@ class Result:
     emulated: float | None
     ratio: float | None
     status: str   # ok, gap, FAIL or skip
+    other: tuple[float, float] | None = None   # the row's second reading: emulated, ratio
 
     def as_json(self):
         r = self.row
         source = r.source if self.status != "skip" else f"{r.source}; not run: {r.bench}"
-        return {"name": r.name, "measured": r.measured, "emulated": self.emulated,
-                "ratio": self.ratio, "unit": r.unit, "source": source, "status": self.status}
+        out = {"name": r.name, "measured": r.measured, "emulated": self.emulated,
+               "ratio": self.ratio, "unit": r.unit, "source": source, "status": self.status,
+               "role": r.role}
+        if r.calibrates:
+            out["calibrates"] = r.calibrates
+        if r.overrides:
+            out["setting"] = dict(r.overrides)
+        if self.other:
+            out["other_reading"] = {"setting": r.other[0], "overrides": dict(r.other[1]),
+                                    "emulated": self.other[0], "ratio": self.other[1]}
+        return out
 
 
 def status(profile, name, ratio):
@@ -35,13 +45,20 @@ def status(profile, name, ratio):
     return "gap" if lo <= ratio <= hi else "FAIL"
 
 
+def _reading(row, overrides):
+    """(emulated, ratio) of the row's bench on a fresh Machine of its profile with these
+    (key, value) overrides."""
+    value = float(row.bench(Machine(row.profile, dict(overrides) or None, functional=False)))
+    emulated = float(f"{value:.6g}")
+    return emulated, round(emulated / row.measured, 4)
+
+
 def run_row(row):
     if isinstance(row.bench, str):
         return Result(row, None, None, "skip")
-    value = float(row.bench(Machine(row.profile, functional=False)))
-    emulated = float(f"{value:.6g}")
-    ratio = round(emulated / row.measured, 4)
-    return Result(row, emulated, ratio, status(row.profile, row.name, ratio))
+    emulated, ratio = _reading(row, row.overrides)
+    other = _reading(row, row.other[1]) if row.other else None
+    return Result(row, emulated, ratio, status(row.profile, row.name, ratio), other)
 
 
 def run_rows(rows):
@@ -52,29 +69,54 @@ def run_rows(rows):
     return out
 
 
+def _roles(rs):
+    """The count of a list of Results: prediction rows, those within BAND, calibration rows."""
+    pred = [r for r in rs if r.row.role == "prediction"]
+    return {"prediction": len(pred), "prediction_in_band": sum(r.status == "ok" for r in pred),
+            "calibration": len(rs) - len(pred)}
+
+
+def summary(results):
+    """Prediction rows (and how many within BAND) per profile and overall, and calibration
+    rows with their fraction of all rows: what docs/validation.md "Roles" reports."""
+    every = [r for rs in results.values() for r in rs]
+    total = _roles(every)
+    return {"profiles": {p: _roles(rs) for p, rs in results.items()}, **total,
+            "rows": len(every),
+            "calibration_fraction": round(total["calibration"] / len(every), 4) if every else 0}
+
+
 def report(results):
     """The --json object."""
-    return {"profiles": {p: {"rows": [r.as_json() for r in rs]} for p, rs in results.items()}}
+    return {"profiles": {p: {"rows": [r.as_json() for r in rs]} for p, rs in results.items()},
+            "summary": summary(results)}
 
 
 def _num(x):
     return "-" if x is None else f"{x:.4g}"
 
 
+def _role(row):
+    return f"calibration of {row.calibrates}" if row.calibrates else row.role
+
+
 def table(results):
     out = []
     for profile, rs in results.items():
         out.append(f"{profile}\n")
-        cells = [["name", "measured", "emulated", "ratio", "unit", "status", "source"]]
+        cells = [["name", "measured", "emulated", "ratio", "unit", "status", "role", "source"]]
         cells += [[r.row.name, _num(r.row.measured), _num(r.emulated),
                    "-" if r.ratio is None else f"{r.ratio:.3f}", r.row.unit, r.status,
-                   r.row.source] for r in rs]
+                   _role(r.row), r.row.source] for r in rs]
         widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
         for c in cells:
-            out.append("  " + "  ".join(x.ljust(w) if i in (0, 4, 5, 6) else x.rjust(w)
+            out.append("  " + "  ".join(x.ljust(w) if i in (0, 4, 5, 6, 7) else x.rjust(w)
                                         for i, (x, w) in enumerate(zip(c, widths))).rstrip()
                        + "\n")
         for r in rs:
+            if r.other:
+                out.append(f"  {r.row.name} with {r.row.other[0]}: emulated "
+                           f"{_num(r.other[0])}, ratio {r.other[1]:.3f}\n")
             if r.status == "gap":
                 lo, hi, why = KNOWN_GAPS[(profile, r.row.name)]
                 out.append(f"  gap {r.row.name} (documented {lo}-{hi}): {why}\n")
@@ -85,6 +127,13 @@ def table(results):
             elif r.status == "skip":
                 out.append(f"  skip {r.row.name}: {r.row.bench}\n")
         out.append("\n")
+    sums = summary(results)
+    for profile, c in sums["profiles"].items():
+        out.append(f"{profile}: {c['prediction_in_band']} of {c['prediction']} prediction rows "
+                   f"within the band, {c['calibration']} calibration rows\n")
+    out.append(f"all: {sums['prediction_in_band']} of {sums['prediction']} prediction rows within "
+               f"the band; {sums['calibration']} of {sums['rows']} rows are calibrations "
+               f"({100 * sums['calibration_fraction']:.0f} %)\n")
     counts = {}
     for rs in results.values():
         for r in rs:
@@ -130,15 +179,23 @@ def markdown(results):
     """docs/validation.md's tables of the rows, one per profile, and its known gaps."""
     out = []
     for profile, rs in results.items():
-        out.append(f"`{profile}`:\n\n| row | measured | emulated | ratio | unit | status | source |\n"
-                   "|---|--:|--:|--:|---|---|---|\n")
+        out.append(f"`{profile}`:\n\n| row | measured | emulated | ratio | unit | status | role "
+                   "| source |\n|---|--:|--:|--:|---|---|---|---|\n")
         for r in rs:
             src = r.row.source.split(";")[0].replace(HW + " ", "")
             emu = "-" if r.emulated is None else f"{r.emulated:.4g}"
             ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
+            role = f"calibrates `{r.row.calibrates}`" if r.row.calibrates else "prediction"
+            if r.row.overrides:
+                role += ", " + ("prefetchers off" if r.row.overrides == PREFETCHERS_OFF else
+                                ", ".join(f"`{k}` = {v}" for k, v in r.row.overrides))
+            if r.other:
+                role += f"; {r.row.other[0]}: {r.other[0]:.4g} ({r.other[1]:.3f})"
             out.append(f"| `{r.row.name}` | {r.row.measured:g} | {emu} | {ratio} | "
-                       f"{r.row.unit} | {r.status} | {src} |\n")
-        out.append("\n")
+                       f"{r.row.unit} | {r.status} | {role} | {src} |\n")
+        c = summary({profile: rs})
+        out.append(f"\n{c['prediction_in_band']} of {c['prediction']} prediction rows within the "
+                   f"band; {c['calibration']} calibration rows.\n\n")
     out.append("## Known gaps\n\nThe rows outside the band, grouped by their reason (`REASONS`"
                " in `emu/studies/validate/rows.py`), with the ratio range `KNOWN_GAPS` documents."
                "\n\n")
