@@ -81,7 +81,7 @@ def fields(m):
     for k in range(md.CH.WPQ0, x0):
         add("cycles", cols("chan", width, k))
     for field, clock, neg in ((md.XP.STAMP, "mem", False), (md.XP.READY, "cycles", False),
-                              (md.XP.WB, "fp", True)):
+                              (md.XP.WB, "fp", True), (md.XP.ARRIVE, "cycles", True)):
         for s in range(nmax):
             add(clock, cols("chan", width, x0 + field * nmax + s), neg)
     return {key: np.concatenate(parts) for key, parts in out.items()}

@@ -268,6 +268,24 @@ def test_a_read_of_the_just_written_xpline_is_served_from_the_buffer():
     assert m.stats()["media"]["optane"]["xpbuffer_hits"] == 1
 
 
+def test_a_chunk_of_an_xpline_still_being_read_waits_for_its_data():
+    # two independent loads of chunks 0 and 1 of one XPLine both issue at cycle 0 (a lone
+    # load of DIMM 0 returns at 0 + 671). The first misses the buffer: the media reads the
+    # XPLine and its data is back at 0 + 671. The second finds the entry, but the buffer
+    # does not hold the bytes yet: its data is the first's, at max(0 + 373, 671) = 671,
+    # not 0 + 373. WORK of 1000 cycles on the second's data ends at 671 + 1000 = 1671.
+    m = machine(OPTANE)
+    p = Program().load(dimm(m, 0)).load(dimm(m, 1)).work(1000, dependent=True)
+    assert m.run(p).cycles == 671 + 1000 == 1671
+    c = m.stats()["media"]["optane"]
+    assert (c["media_line_reads"], c["xpbuffer_hits"]) == (1, 1)
+    # issued once the XPLine is in (its address from the first's data, at 671), the second
+    # is a plain buffered read: 671 + 373 = 1044
+    m = machine(OPTANE)
+    assert m.run(Program().load(dimm(m, 0)).load(dimm(m, 1), dependent=True)).cycles \
+        == 671 + 373 == 1044
+
+
 def test_a_whole_xpline_rewritten_before_its_media_write_begins_joins_it():
     # XPLines a, b, c written whole, then c again: a's media write starts at 227, b's and
     # c's queue behind it (from 497.3 and 767.6); c's second copy (lines 12-15, which leave

@@ -68,11 +68,12 @@ G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE XP0 X
 # Optane's media behind its XPBuffer), WPQ_HEAD, WPQ slots from WPQ0 (the cycle each is free
 # again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
 # (XP): tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is
-# done (READY), the FP start of its media write not yet begun (WB). A row has room for the
+# done (READY), the FP start of its media write not yet begun (WB), the cycle the read that
+# loaded it from the media delivers its data (ARRIVE; -1: none). A row has room for the
 # largest XPBuffer of the profile's media (one entry if none has one); other kinds leave it
 # empty.
 CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD WPQ0")
-XP = fields("XP", "TAG MASK LOADED STAMP READY WB")
+XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")
 
 
 def module(kind):

@@ -16,7 +16,8 @@ holds neither loaded nor written first reads the XPLine. An entry is reused only
 media work is done, so a DIMM takes writes at its intake rate while its buffer has room and
 at its media write rate once the buffer is full of XPLines waiting for the media.
 
-A read served from the buffer takes the buffered latency and the bus; a read that misses
+A read served from the buffer takes the buffered latency and the bus, and no less than the
+read that is loading its XPLine from the media, if one is; a read that misses
 it reads the whole XPLine from the media, behind the writes queued there when reads wait
 for writes (`reads_wait_for_writes`; else reads have their own timeline, the read side).
 The functions are those of every kind (memmodel.media.dram).
@@ -93,6 +94,7 @@ def _xp_slot(S, p, row, xpl, m, t, stamp):
     S[ix(x + XP.STAMP * nmax + slot)] = stamp
     S[ix(x + XP.READY * nmax + slot)] = ready
     S[ix(x + XP.WB * nmax + slot)] = -1
+    S[ix(x + XP.ARRIVE * nmax + slot)] = -1
     return x + slot, ready, False
 
 
@@ -102,10 +104,15 @@ def read(S, p, m, row, addr, t, stamp):
     xpl = S[ix(p + MP.XPL_BYTES)]
     x, ready, present = _xp_slot(S, p, row, addr // xpl, m, t, stamp)
     chunk = 1 << ((addr % xpl) // 64)
-    if present and (S[ix(x + XP.LOADED * nmax)] or S[ix(x + XP.MASK * nmax)] & chunk):
+    written = S[ix(x + XP.MASK * nmax)] & chunk
+    if present and (S[ix(x + XP.LOADED * nmax)] or written):
         mcount(S, m, MC.XPBUFFER_HITS, 1)
         start = occupy_for_read(S, m, read_side(S, p, row), t, t, S[ix(p + MP.BUS_OCC_FP)])
-        return start + S[ix(p + MP.BUF_READ_LAT)]
+        done = start + S[ix(p + MP.BUF_READ_LAT)]
+        # the buffer cannot send bytes the media has not delivered yet: a chunk of an XPLine
+        # still being read leaves with the read that loads it (nothing added: the way back
+        # to the core is the same, and the 64 B move on the DDR-T bus is a few ns)
+        return done if written else max(done, S[ix(x + XP.ARRIVE * nmax)])
     S[ix(x + XP.LOADED * nmax)] = 1
     mcount(S, m, MC.MEDIA_LINE_READS, 1)
     busy = row + (CH.MEDIA_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
@@ -113,7 +120,8 @@ def read(S, p, m, row, addr, t, stamp):
     start = occupy_for_read(S, m, busy, t, ready, occ)
     # the entry holds the XPLine once it is read (an eviction waits for that)
     S[ix(x + XP.READY * nmax)] = max(S[ix(x + XP.READY * nmax)], cdiv_fp(start * FP + occ))
-    return start + S[ix(p + MP.READ_LAT)]
+    S[ix(x + XP.ARRIVE * nmax)] = start + S[ix(p + MP.READ_LAT)]
+    return S[ix(x + XP.ARRIVE * nmax)]
 
 
 @inlined
