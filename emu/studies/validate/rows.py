@@ -384,10 +384,14 @@ REASONS = {
                       "older ones wait: neither modelled nor sourced)",
     "stream-one-dimm": "a single stream writes the 4 KiB stripes one DIMM after another; with "
                        "a 4-entry WPQ a channel (VANS's setting, hardware.md §9.2) and each "
-                       "DIMM taking 27.8 ns a line it is held near one DIMM's rate, where the "
-                       "measured 4.3 GB/s needs two DIMMs taking its lines at once; a queue "
-                       "deep enough for that (32) makes a 4 KiB persist 981 ns against "
-                       "1550.6: no one depth gives both",
+                       "DIMM taking every write at 27.8 ns a line it is held near one DIMM's "
+                       "rate. OptaneStudy's StrideBW task (data/bandwidth.csv: sequential, 1 "
+                       "thread, 6 DIMMs interleaved, prefetching 0) measures 4.34-4.36 GB/s "
+                       "for 128 B to 1 MiB, so a DIMM takes a 4 KiB burst faster than its "
+                       "sustained 2.3 GB/s: the intake rate belongs behind the XPBuffer, not "
+                       "in front of it; Fig.12's persist slope (22 ns a line) may then come "
+                       "from a one-DIMM namespace (its interleave is not stated, "
+                       "measurements-3 §5): not yet modelled",
     "rep-startup": "each rep movsb pays the 40-cycle start-up of [INTEL-OPT] (Nehalem-era; none "
                    "measured for these cores, §13): 8 KiB copies run at 8192 / (8192 / B + 40) "
                    "bytes a cycle for the profile's B",
