@@ -89,6 +89,8 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
                 if functional:
                     hd.store_data(S, pt, frames, ops, data, i, addr, size)
         elif op == Op.CLFLUSH or op == Op.CLFLUSHOPT or op == Op.CLWB:
+            if S[TP.RFO_AHEAD] > 0:
+                hd.rfo_ahead(S, ops, i + 1, n)
             hd.flush(S, addr >> 6, op, -1)
         elif op == Op.FLUSH_RANGE:
             if size > 0:

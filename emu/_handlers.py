@@ -1,7 +1,7 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
 from emu import _pipeline as pl
 from emu.state import SC, SCTR, TP
-from isa.ops import COL_DATA, COL_IMM, Op
+from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, Op
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
 from memmodel import _persist as persist
@@ -13,7 +13,7 @@ from memmodel._hierarchy import K_LOAD, K_STORE
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_FENCED, PK_NOW
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MS, MT
+from memmodel.layout import MH, MS, MT
 
 
 @inlined
@@ -137,6 +137,42 @@ def flush(S, line, kind, r):
             S[MS.WB_PENDING] = done
         pl.sb_push(S, start + cost, SCTR.FLUSH)
     pl.issue(S, 1)
+
+
+
+@compiled
+def rfo_ahead(S, ops, i, n):
+    """Before the flush at op i - 1 goes to the memory side, the RFOs of the younger stores
+    ops[i:] in the store buffer (up to core.rfo_ahead_stores of them) go out, each once a
+    line fill buffer is free, if that is no later than the flush starts. A store's RFO
+    leaves once its address is known and an LFB is free, before older stores commit
+    (the key's source); but the ops are modelled one after another, and a flush's
+    write-back, timed at its start, would otherwise take the media before younger RFOs the
+    core sent earlier. The scan stops at an op other than a plain store or a flush (a fence
+    orders them) and at a store outside the region checked last (its access is not known
+    to be allowed). The line is owned, not yet written: the store itself marks it dirty."""
+    left = S[TP.RFO_AHEAD]
+    by = max(S[SC.NOW], S[SC.DONE_MAX], S[SC.SB_LAST])   # the flush's start (flush())
+    for j in range(i, min(n, i + S[TP.SB])):
+        if left == 0:
+            return
+        op = ops[j, COL_OP]
+        if op == Op.CLWB or op == Op.CLFLUSHOPT or op == Op.CLFLUSH:
+            continue
+        addr, size = ops[j, COL_ADDR], ops[j, COL_SIZE]
+        if op != Op.STORE or ops[j, COL_FLAGS] != 0 or size <= 0 or \
+                addr < S[SC.REG_LO] or addr + size > S[SC.REG_HI]:
+            return
+        for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
+            if cm.lookup(S, 0, line) < 0:
+                t = max(S[SC.NOW], hier.first_free(S, S[MH.LFB]))
+                if t > by:
+                    return
+                hier.demand_miss(S, line, t, K_STORE)
+                b = cm.lookup(S, 0, line)
+                cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_DIRTY)
+                cm.count(S, 0, cm.CC.STORE_HITS, -1)   # the store's own L1 hit: one access
+                left -= 1
 
 
 # Lines of lookahead for the host-cache hints of bulk ops: the LLC's state of each line is

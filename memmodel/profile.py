@@ -63,6 +63,8 @@ _CORE = {
     "uops_per_cycle": (_INT, True, 1, 64),
     "retire_uops_per_cycle": (_INT, True, 1, 64),
     "store_commit_cycles": (_INT, True, 1, _CYCLES[1]),
+    # younger stores whose RFO goes out before an older flush's write-back (0: none ahead)
+    "rfo_ahead_stores": (_INT, True, 0, 4096),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),
 }
