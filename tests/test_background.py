@@ -7,10 +7,15 @@ import numpy as np
 import pytest
 
 from emu import Machine, timeshift
+from emu.studies.fio import FioResult, loaded_run, run_jobs
+from emu.studies.scenarios import dax_read_copy_mc as rcm
+from emu.studies.scenarios import dax_write_usercopy as dwu
 from isa import Program
+from kernels.read_write import ksys_pwrite64
 from memmodel.layout import MH
 from memmodel.media import CH, N_MPARAMS, _dispatch
 from memmodel.media import _channels as chn
+from memmodel.profile import load_profile
 from tests.test_fastforward import _body, _plain, _regions, _same
 from tests.test_timeshift import _program
 
@@ -119,3 +124,69 @@ def test_a_shifted_machine_with_background_runs_as_the_original_shifted():
 def test_bad_background_is_refused(bg, err, match):
     with pytest.raises(err, match=match):
         Machine("cascadelake-optane", background=bg)
+
+
+# ---- fio --jobs N: the others' traffic at the job's own rate (emu.studies.fio.loaded_run)
+
+def _fake_job(values, calls, per_io_bytes=4096, alone_iops=400e3):
+    """run_once of a job that writes `per_io_bytes` of Optane an I/O, alone at alone_iops,
+    and gets what the background leaves of the media's write peak."""
+    peak = values["media"]["optane"]["write_bw_gbps"] * 1e9
+
+    def run_once(bg):
+        calls.append(bg)
+        others = bg["optane"]["write_gbps"] * 1e9 if bg else 0.0
+        iops = min(alone_iops, (peak - others) / per_io_bytes) or 1.0
+        return FioResult(ios=1, jobs=1, cycles=1, ns_per_io=1e9 / iops, iops=iops, sites={},
+                         media={"optane": {"reads": 0, "writes": per_io_bytes // 64}})
+    return run_once
+
+
+def test_one_job_is_one_plain_run():
+    values, calls = load_profile("cascadelake-optane").values, []
+    r, loaded = loaded_run(_fake_job(values, calls), values, 1)
+    assert calls == [None] and loaded == {"iterations": 0, "background": None,
+                                          "converged": True}
+    assert r.iops == 400e3
+
+
+def test_the_fixed_point_shares_the_peak():
+    # 48 jobs writing 4 KiB an I/O, 12.5 GB/s between them: each gets 12.5e9 / 48 / 4096
+    # = 63578 IOPS, the others 47 x that = 12.24 GB/s; the first loaded run is there
+    values, calls = load_profile("cascadelake-optane").values, []
+    r, loaded = loaded_run(_fake_job(values, calls), values, 48)
+    share = 12.5e9 / 48 / 4096
+    assert loaded["converged"] and 0 <= share - 1e9 / r.ns_per_io <= 0.01 * share
+    assert 48 * 4096 * 1e9 / r.ns_per_io <= 12.5e9
+    assert loaded["background"]["optane"]["write_gbps"] == pytest.approx(47 * share * 4096 / 1e9)
+    assert len(calls) == 1 + loaded["iterations"]
+
+
+def test_dax_read_copy_mc_48_jobs_read_at_most_the_media_peak():
+    # 48 jobs over the 2 sockets' Optane (37.6 GB/s each); the old 1/k channel shares read
+    # 99.8 GB/s
+    peak = 2 * load_profile("cascadelake-optane").get("media.optane.read_bw_gbps")
+    for v in rcm.VARIANTS:
+        d = rcm.run_variant("cascadelake-optane", {}, v, 2 << 20, 48, 10, 256 << 20)
+        assert 48 * d["pmem_reads_per_io"] * 64 / d["ns_per_io"] <= peak, v
+        assert d["jobs_loaded"]["iterations"] >= 1
+
+
+def test_dax_write_usercopy_48_jobs_write_at_most_the_media_peak():
+    # one socket's 6 DIMMs write 12.5 GB/s; the old shares wrote ~34. A run long enough
+    # (the default 20000 I/Os) for the DIMMs' backlog to reach the core
+    peak = load_profile("cascadelake-optane").get("media.optane.write_bw_gbps")
+    d = dwu.run_variant("cascadelake-optane", {}, "bypass", 4096, 48, 20000, 1 << 30)
+    assert 48 * d["pmem_writes_per_io"] * 64 / d["ns_per_io"] <= peak
+
+
+def test_one_job_is_todays_run():
+    # --jobs 1: the machine and run of before (no background, no shares)
+    d = dwu.run_variant("cascadelake-optane", {}, "memmap=pmem", 4096, 1, 500, 1 << 24)
+    m, f, user, _ = dwu.build("cascadelake-optane", {}, "memmap=pmem", 1 << 24)
+    data = np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8)
+    m.write(user["base"], data)
+    ranges = [(user["base"], user["base"] + user["size_bytes"])]
+    r = run_jobs(m, lambda p, k: ksys_pwrite64(p, f, user["base"], 4096, (k % 4096) * 4096,
+                                               ranges), 500, 1, "write", ramp_ios=50)
+    assert d["iops"] == r.iops and d["jobs_loaded"]["iterations"] == 0
