@@ -98,6 +98,17 @@ def test_repeat_with_background_is_n_runs(seed):
     _same(plain, fast)
 
 
+def test_a_body_in_the_caches_is_fast_forwarded_with_background():
+    # 16 KiB of pmem loaded, then hit in the caches: the channels (and their streams' next
+    # arrivals) are left behind, the repetitions repeat
+    plain, fast = (Machine("cascadelake-optane", background=BG) for _ in range(2))
+    base = plain.regions["pmem0"]["base"]
+    body = Program().loads([base + 64 * i for i in range(256)]).work(50)
+    r = fast.run(body, repeat=200)
+    assert r.fast_forwarded >= 150 and r.cycles == _plain(plain, body, 200)
+    _same(plain, fast)
+
+
 def test_a_shifted_machine_with_background_runs_as_the_original_shifted():
     a = Machine("cascadelake-optane", background=BG)
     base, other = a.regions["dram0"]["base"], a.regions["pmem0"]["base"]
