@@ -62,3 +62,43 @@ def check_machine_args(regions, **args):
     if args["node"] not in nodes:
         raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "
                          f"{', '.join(map(str, nodes))}; the core must run on one of them")
+
+
+BACKGROUND_KEYS = ("read_gbps", "write_gbps")
+
+
+def check_background(background, media, regions):
+    """Machine(background=...): {media or region name: {"read_gbps": r, "write_gbps": w}}
+    (other cores' traffic, GB/s, a region's going to its media) -> one (read, write) per
+    media in `media` order, or None if there is none. TypeError/ValueError for anything
+    else: an unknown name or key, a rate not a finite number >= 0, or a media's total above
+    its own peak (read_bw_gbps, write_bw_gbps): a background at the peak saturates it."""
+    if background is None:
+        return None
+    if not isinstance(background, dict):
+        raise TypeError(f"Machine(background=...) must be a dict, not {background!r}")
+    names = list(media)
+    of_region = {r["name"]: r["media"] for r in regions}
+    out = {n: [0.0, 0.0] for n in names}
+    for name, rates in background.items():
+        target = name if name in media else of_region.get(name)
+        if target is None:
+            raise ValueError(f"Machine(background=...): {name!r} is no media or region of the "
+                             f"profile (media: {', '.join(names)}; regions: "
+                             f"{', '.join(of_region)})")
+        if not isinstance(rates, dict) or set(rates) - set(BACKGROUND_KEYS):
+            raise ValueError(f"Machine(background=...)[{name!r}] must be a dict of "
+                             f"{' and/or '.join(BACKGROUND_KEYS)}, not {rates!r}")
+        for i, key in enumerate(BACKGROUND_KEYS):
+            v = rates.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(v) or v < 0:
+                raise ValueError(f"Machine(background=...)[{name!r}][{key!r}] must be a finite "
+                                 f"number >= 0, not {v!r}")
+            out[target][i] += float(v)
+    for n, (r, w) in out.items():
+        for v, key in ((r, "read_bw_gbps"), (w, "write_bw_gbps")):
+            if v > media[n][key]:
+                raise ValueError(f"Machine(background=...): {v:g} GB/s of background on media "
+                                 f"{n!r} is above its {key} {media[n][key]:g}")
+    return [tuple(out[n]) for n in names] if any(map(any, out.values())) else None

@@ -16,6 +16,7 @@ from emu import state as st
 from emu.limits import (
     CLOCK_LIMIT,
     DEFAULT_MEMORY_LIMIT_BYTES,
+    check_background,
     check_machine_args,
     cycles_per_unit,
 )
@@ -105,11 +106,14 @@ class Machine:
     hot_lines: rows of the hot-line table (a power of two; 0: none), which counts the
         demand misses of every line for run_profile(); inside emu.profiler.capture() a
         machine keeps one of the capture's size.
+    background: other cores' traffic, {media or region name: {"read_gbps": r,
+        "write_gbps": w}}, periodic streams on the media's channels (docs/machine.md).
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
                  functional=True, smap=False, node=0, seed=0, mode="kernel",
-                 memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None):
+                 memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None,
+                 background=None):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -123,6 +127,7 @@ class Machine:
         check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
                             memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
         self.memory_limit_bytes = int(memory_limit_bytes)
+        self.background = check_background(background, v["media"], regions)
         levels = list(v["cache"].values())
         media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
@@ -141,7 +146,7 @@ class Machine:
         cm.init_sections(self.layout, self.S, levels, seed)
         stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
         hot.init_sections(self.layout, self.S, hot_lines)
-        md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"])
+        md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"], self.background)
         self.pt, self.frames = mm.init_sections(
             self.layout, self.S, regions, media_ids,
             {n: v["media"][n]["persistence"] for n in self.media_names})

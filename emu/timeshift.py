@@ -77,6 +77,8 @@ def fields(m):
     add("fp", [g + md.G.LINK_BUSY_FP])
     for c in (md.CH.RD_BUSY, md.CH.WR_BUSY, md.CH.MEDIA_BUSY):
         add("fp", cols("chan", width, c))
+    for c in (md.CH.BG_RD_NEXT, md.CH.BG_WR_NEXT):   # the next background arrival, -1: none
+        add("fp", cols("chan", width, c), True)
     x0, nmax = S[g + md.G.XP0], S[g + md.G.XP_MAX]
     for k in range(md.CH.WPQ0, x0):
         add("cycles", cols("chan", width, k))

@@ -284,7 +284,7 @@ STUDY_OPTIONS = [   # (argv, what the error names)
     (["dax-write-usercopy", "--ios", "1", "--jobs", "100", "--set",
       "numa.remote_bw_gbps=0.01"], "--jobs"),
     (["dax-read-copy-mc", "--ios", "1", "--jobs", "1000", "--set",
-      "media.optane.read_bw_gbps=0.01"], "--jobs"),
+      "numa.remote_bw_gbps=0.01"], "--jobs"),   # media bandwidth is no longer divided
     (["dax-write-usercopy", "--bs", str(2**31)], "--bs"),
     (["dax-write-usercopy", "--ios", str(10**7)], "--ios"),
     (["dax-read-copy-mc", "--ios", "100000"], "--ios"),

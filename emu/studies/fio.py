@@ -2,15 +2,17 @@
 emulated core.
 
 Jobs (docs/scenarios.md §5): the emulator has one core, so the core is one of N identical
-jobs and gets 1/N of what the jobs share, through profile overrides (`job_overrides`):
-the last-level cache capacity (cache.llc.size_bytes: 1/N of its sets, at least one, same
-ways) and the interconnect bandwidth (numa.remote_bw_gbps: 1/N). Media bandwidth is shared
-per channel: a streaming job has at most lfb_entries lines in flight, so it occupies
-u = min(channels, ceil(lfb_entries * 64 / interleave_bytes)) channels at a time; N jobs
-spread evenly put k = ceil(N * u / channels) jobs on each channel, so each media's read and
-write bandwidth (media.*.read_bw_gbps, media.*.write_bw_gbps) is divided by k, not by N
-(with a 4 KiB interleave, 24 jobs over 6 channels: 4 jobs a channel). Each overridden value
-keeps its provenance, saying how it was divided. Aggregate IOPS = N x the one job's.
+jobs. What the jobs share as capacity the core gets 1/N of, through profile overrides
+(`job_overrides`): the last-level cache (cache.llc.size_bytes: 1/N of its sets, at least
+one, same ways) and the interconnect bandwidth (numa.remote_bw_gbps: 1/N); each overridden
+value keeps its provenance, saying how it was divided. The media the others load: the N-1
+other jobs' traffic is background on each media (emu.Machine(background=...)), at the
+rate the emulated job itself achieves (reads and writes per media separately), found as a
+fixed point (`loaded_run`): run, measure the job's rate, put N-1 times it in the background
+(at most the media's peak: it then saturates), rerun, until the job's rate is at most the
+others' and within TOLERANCE of it. So N jobs never move more than the media take (over a
+run long enough for the media's backlog to reach the core: a short one sees the background
+before it builds up). Aggregate IOPS = N x the one job's.
 
 Per I/O the driver emits the declared costs of profile [software] as WORK ops under their
 own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_read"
@@ -73,15 +75,14 @@ def check_job_options(bs, ios, file_size):
                        f"{MAX_BYTES}")
 
 
-def _shared_keys(values):
-    keys = ["cache.llc.size_bytes", "numa.remote_bw_gbps"]
-    for name in values["media"]:
-        keys += [f"media.{name}.read_bw_gbps", f"media.{name}.write_bw_gbps"]
-    return keys
+SHARED_KEYS = ("cache.llc.size_bytes", "numa.remote_bw_gbps")
+TOLERANCE = 0.01        # the fixed point: the job's rate below the others' by at most this
+MAX_ITERATIONS = 8      # loaded runs at most (a bracketed secant converges in 3-5)
 
 
 def job_overrides(profile, overrides, jobs):
-    """`overrides` plus the one job's share of what `jobs` identical jobs share."""
+    """`overrides` plus the one job's share of what `jobs` identical jobs share as capacity
+    (the media's bandwidth is shared through background traffic: loaded_run)."""
     if not isinstance(jobs, int) or jobs < 1:
         raise FioError(f"jobs must be a positive integer, not {jobs!r}")
     out = dict(overrides or {})
@@ -89,20 +90,12 @@ def job_overrides(profile, overrides, jobs):
         return out
     prof = load_profile(profile, out or None)
     llc = prof.values["cache"][list(prof.values["cache"])[-1]]
-    lfb = prof.values["core"]["lfb_entries"]
-    for key in _shared_keys(prof.values):
+    for key in SHARED_KEYS:
         value = prof.get(key)
         if key.startswith("cache."):
             sets = value // (64 * llc["ways"])
             share = max(1, sets // jobs) * 64 * llc["ways"]
             how = f"{max(1, sets // jobs)} of its {sets} sets"
-        elif key.startswith("media."):
-            media = prof.values["media"][key.split(".")[1]]
-            chans = media["channels"]
-            u = min(chans, -(-lfb * 64 // media["interleave_bytes"]))
-            k = -(-jobs * u // chans)
-            share, how = value / k, (f"1/{k} (each job streams over {u} of {chans} channels "
-                                     f"at a time: {k} jobs a channel)")
         else:
             share, how = value / jobs, f"1/{jobs}"
         src = prof.sources[key]
@@ -115,6 +108,75 @@ def job_overrides(profile, overrides, jobs):
         raise FioError(f"--jobs: {jobs} jobs sharing the emulated core's caches and bandwidth "
                        f"are too many for the profile, a job's share is out of range: {e}") from None
     return out
+
+
+def _background(values, per_io, others, iops):
+    """The media traffic of `others` jobs each doing `iops` I/Os a second of `per_io`
+    ({media: (read bytes, write bytes) an I/O}), at most each media's peak."""
+    out = {}
+    for name, (rd, wr) in per_io.items():
+        media = values["media"][name]
+        rates = {"read_gbps": min(media["read_bw_gbps"], others * iops * rd / 1e9),
+                 "write_gbps": min(media["write_bw_gbps"], others * iops * wr / 1e9)}
+        if any(rates.values()):
+            out[name] = rates
+    return out or None
+
+
+def loaded_run(run_once, values, jobs, per_socket=None):
+    """The emulated job as one of `jobs`, the others' media traffic its own: run_once(
+    background) -> FioResult of one run on a fresh machine with that Machine(background=...)
+    (None: none). `per_socket`: the jobs that share the job's media (default: all).
+    Returns (the FioResult of the last run, {"iterations": loaded runs, "background": the
+    last run's, "converged": bool}); not converged, of the last run that achieved at most
+    the others' rate. Finds s = f(s), s the job's I/O rate and f(s) the rate
+    it achieves with the others at s, f decreasing: from s = f(no background), or lower
+    where N jobs at that rate would move more than a media's peak, a secant kept inside
+    the bracket of the rates seen above and below their result (Illinois),
+    until 0 <= s - f(s) <= TOLERANCE x s."""
+    first = run_once(None)
+    others = (per_socket or jobs) - 1
+    if others == 0:
+        return first, {"iterations": 0, "background": None, "converged": True}
+    per_io = {n: (c["reads"] * 64, c["writes"] * 64) for n, c in first.media.items()}
+    f0 = 1e9 / first.ns_per_io
+    # [s, f(s) - s] with f(s) > s (no background: f(0) = f0), and with f(s) <= s
+    lo, hi, side = [0.0, f0], None, 0
+    last_hi = last_hi_bg = None
+    # no more than the media take: others + 1 jobs at s fill a media's peak at s_cap, where
+    # the job's own share is at most 1/(others + 1) of it, so the root lies below
+    peaks = [values["media"][n][key] * 1e9 / b for n, (rd, wr) in per_io.items()
+             for key, b in (("read_bw_gbps", rd), ("write_bw_gbps", wr)) if b]
+    s = min([f0] + [p / (others + 1) for p in peaks])
+    # and the others alone fill it at s_sat: a rate above is on the side of f(s) <= s
+    s_sat = min(peaks, default=f0) / others
+    for it in range(1, MAX_ITERATIONS + 1):
+        bg = _background(values, per_io, others, s)
+        r = run_once(bg)
+        fs = 1e9 / r.ns_per_io
+        # done on the side where the others run at least at the job's rate: the job and
+        # they then move no more than the media take (fs + others x s), so N x fs neither
+        if 0 <= s - fs <= TOLERANCE * s:
+            return r, {"iterations": it, "background": bg, "converged": True}
+        # Illinois: an end kept twice in a row has its value halved, so the secant moves it
+        if fs > s:
+            lo = [s, fs - s]
+            if side > 0 and hi:
+                hi[1] /= 2
+            side = 1
+        else:
+            hi, last_hi, last_hi_bg = [s, fs - s], r, bg
+            if side < 0 and lo:
+                lo[1] /= 2
+            side = -1
+        if hi is None:
+            s = min(fs, s_sat)
+        else:   # the secant through the bracket's ends, its root inside it
+            s = lo[0] - lo[1] * (hi[0] - lo[0]) / (hi[1] - lo[1])
+    if last_hi is None:
+        last_hi, last_hi_bg = r, bg
+    return last_hi, {"iterations": MAX_ITERATIONS, "background": last_hi_bg,
+                     "converged": False}
 
 
 @dataclass

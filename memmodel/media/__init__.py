@@ -31,6 +31,7 @@ from importlib import import_module
 from memmodel.layout import fields
 
 FP = 1024
+GOLDEN = (5 ** 0.5 - 1) / 2
 
 # kind -> (the module of this package that times it, the keys it adds to its profile
 # [media.NAME] table, as memmodel.profile's (type, sourced, minimum, maximum) specs).
@@ -65,14 +66,17 @@ N_MCOUNTERS = len(MC)
 # chan row
 G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE XP0 XP_MAX")
 # chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side,
-# Optane's media behind its XPBuffer), WPQ_HEAD, WPQ slots from WPQ0 (the cycle each is free
+# Optane's media behind its XPBuffer), WPQ_HEAD, the background streams (other cores'
+# traffic, memmodel.media._channels.background: the FP time of the next read and write
+# arrival, -1 for none, and their periods in FP units, 0 for none), WPQ slots from WPQ0 (the cycle each is free
 # again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
 # (XP): tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is
 # done (READY), the FP start of its media write not yet begun (WB), the cycle the read that
 # loaded it from the media delivers its data (ARRIVE; -1: none). A row has room for the
 # largest XPBuffer of the profile's media (one entry if none has one); other kinds leave it
 # empty.
-CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD WPQ0")
+CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD BG_RD_NEXT BG_RD_PERIOD BG_WR_NEXT "
+            "BG_WR_PERIOD WPQ0")
 XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")
 
 
@@ -103,6 +107,21 @@ def _shape(media):
     return channels, max_q, max_x
 
 
+def _init_background(rows, m, freq_ghz, read_gbps, write_gbps):
+    """A media's background streams: one arrival a period on every channel, each moving the
+    kind's unit (an XPLine on Optane, a 64-byte line else). Channel c's first arrival is at
+    the fraction c x 0.618... (mod 1) of a period: streams in phase on every channel would
+    meet a dependent chain of reads, which hops channels, at the same phase every time
+    (it waits always or never)."""
+    unit = m.get("xpline_bytes", 64)
+    ch = m["channels"]
+    for nxt, period, gbps in ((CH.BG_RD_NEXT, CH.BG_RD_PERIOD, read_gbps),
+                              (CH.BG_WR_NEXT, CH.BG_WR_PERIOD, write_gbps)):
+        per = occ_fp(unit, gbps / ch, freq_ghz) if gbps > 0 else 0
+        rows[:, period] = per
+        rows[:, nxt] = [int(per * (c * GOLDEN % 1)) if per else -1 for c in range(ch)]
+
+
 def add_sections(layout, media):
     channels, max_q, max_x = _shape(media)
     layout.add("mp", (len(media), N_MPARAMS))
@@ -111,8 +130,9 @@ def add_sections(layout, media):
     layout.add("mglob", len(G))
 
 
-def init_sections(layout, S, media, freq_ghz, numa):
-    """`media`: list of resolved [media.*] dicts (order = media id)."""
+def init_sections(layout, S, media, freq_ghz, numa, background=None):
+    """`media`: list of resolved [media.*] dicts (order = media id); `background`: one
+    (read_gbps, write_gbps) per media (None: none), spread evenly over its channels."""
     from memmodel.jit import reciprocal_bits   # a machine is being built: numba is in
     params = layout.view(S, "mp")
     channels, max_q, max_x = _shape(media)
@@ -134,6 +154,9 @@ def init_sections(layout, S, media, freq_ghz, numa):
         p[MP.PERSIST] = PERSISTENCE.index(m["persistence"])
         module(m["kind"]).init_params(p, m, freq_ghz, m["read_bw_gbps"] / ch,
                                       m["write_bw_gbps"] / ch)
+        if background is not None:
+            _init_background(layout.view(S, "chan")[chan0:chan0 + ch], m, freq_ghz,
+                             *background[i])
         chan0 += ch
     g = layout.view(S, "mglob")
     g[G.LINK_OCC_FP] = occ_fp(64, numa["remote_bw_gbps"], freq_ghz)
@@ -144,3 +167,5 @@ def init_sections(layout, S, media, freq_ghz, numa):
     g[G.XP_MAX] = max_x
     chan = layout.view(S, "chan")
     chan[:, CH.WPQ0 + max_q:CH.WPQ0 + max_q + max_x] = -1  # XPBuffer tags: empty
+    if background is None:
+        chan[:, CH.BG_RD_NEXT] = chan[:, CH.BG_WR_NEXT] = -1

@@ -85,3 +85,45 @@ def wpq_release(S, p, row, head, free):
     S[ix(row + CH.WPQ0 + head)] = free
     # (head + 1) % wpq, head < wpq
     S[ix(row + CH.WPQ_HEAD)] = head + 1 if head + 1 < S[ix(p + MP.WPQ)] else 0
+
+
+@inlined
+def _closed_form(busy_fp, a0, k, period, occ):
+    """A timeline free at `busy_fp` after k arrivals at a0, a0 + period, ..., each holding
+    it for `occ` from when it is free: max over j of (arrival j's time, or busy) + the
+    holds from j on; the latest start is the first arrival's when arrivals come faster
+    than they are served, else the last one's."""
+    last = a0 + k * occ if period < occ else a0 + (k - 1) * period + occ
+    return max(busy_fp + k * occ, last)
+
+
+@inlined
+def background(S, p, row, t, optane):
+    """Other cores' traffic on the channel at `row` (memmodel.media CH.BG_*): the periodic
+    arrivals of its background streams up to cycle t take the timelines they use, in O(1),
+    before a request of the emulated core at t does. A read stream holds what a read that
+    misses every buffer holds (the media's read unit); a write stream the channel's write
+    side for the unit's lines and, on Optane, the media for an XPLine write (whole
+    XPLines: no XPBuffer state, no read-modify-write, no WPQ slot: what it takes is
+    bandwidth). Both streams of a shared timeline are applied reads first."""
+    t_fp = t * FP
+    per = S[ix(row + CH.BG_RD_PERIOD)]
+    a0 = S[ix(row + CH.BG_RD_NEXT)]
+    if per > 0 and a0 <= t_fp:
+        k = (t_fp - a0) // per + 1
+        busy = row + (CH.MEDIA_BUSY if optane else CH.RD_BUSY)
+        if S[ix(p + MP.SHARED_BUSY)] and not optane:
+            busy = row + CH.WR_BUSY
+        S[ix(busy)] = _closed_form(S[ix(busy)], a0, k, per, S[ix(p + MP.RD_OCC_FP)])
+        S[ix(row + CH.BG_RD_NEXT)] = a0 + k * per
+    per = S[ix(row + CH.BG_WR_PERIOD)]
+    a0 = S[ix(row + CH.BG_WR_NEXT)]
+    if per > 0 and a0 <= t_fp:
+        k = (t_fp - a0) // per + 1
+        lines = S[ix(p + MP.XPL_BYTES)] // 64
+        S[ix(row + CH.WR_BUSY)] = _closed_form(S[ix(row + CH.WR_BUSY)], a0, k, per,
+                                               lines * S[ix(p + MP.INTAKE_OCC_FP)])
+        if optane:
+            S[ix(row + CH.MEDIA_BUSY)] = _closed_form(S[ix(row + CH.MEDIA_BUSY)], a0, k, per,
+                                                      S[ix(p + MP.WR_OCC_FP)])
+        S[ix(row + CH.BG_WR_NEXT)] = a0 + k * per

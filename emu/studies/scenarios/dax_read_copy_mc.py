@@ -13,8 +13,8 @@ jobs, with `ns_per_io` and the cycles per I/O of each function.
 Jobs: the emulator has one core. The jobs are assumed spread evenly over the profile's
 sockets (NUMA nodes), one namespace per socket, each job reading its own file sequentially
 on its own socket's namespace; so the core is one of jobs/sockets jobs sharing a socket and
-gets that share of the LLC and its share of each media channel (emu/studies/fio.py job_overrides);
-the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads complete inside io_submit
+gets that share of the LLC, and the other jobs of its socket load its media at its own rate
+(emu/studies/fio.py job_overrides, loaded_run); the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads complete inside io_submit
 (the copy runs in the submitting thread), so each I/O is modelled as one synchronous read
 with the declared syscall, VFS and file-system read costs (profile [software]).
 
@@ -34,6 +34,7 @@ from emu.studies.fio import (
     add_job_options,
     check_job_options,
     job_overrides,
+    loaded_run,
     run_jobs,
 )
 from emu.studies.progress import progress, wanted
@@ -72,8 +73,9 @@ def sockets(profile, overrides):
     return len({r["node"] for r in load_profile(profile, overrides or None).values["region"]})
 
 
-def _rig(profile, overrides, copy_mc, file_size, bs):
-    m, f, user, media = dax_machine(profile, overrides, "dev", False, file_size, copy_mc)
+def _rig(profile, overrides, copy_mc, file_size, bs, background=None):
+    m, f, user, media = dax_machine(profile, overrides, "dev", False, file_size, copy_mc,
+                                    background)
     data_start = f.dax.pmem.virt_addr + f.dax.pmem.data_offset
     ranges = [(user["base"], user["base"] + user["size_bytes"])]
     if user["size_bytes"] < bs:
@@ -86,20 +88,25 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
     check_job_options(bs, ios, file_size)
     per_socket = math.ceil(jobs / sockets(profile, overrides))
     shared = job_overrides(profile, overrides, per_socket)
-    m, f, buf, ranges, data_start, media = _rig(profile, shared, VARIANTS[variant],
-                                                -(-file_size // 4096) * 4096, bs)
     blocks = file_size // bs
-    last = {}
-
-    def io(p, k):
-        n, last["iter"] = ksys_pread64(p, f, buf, bs, (k % blocks) * bs, ranges)
-        return n
-
     ramp = max(1, ios // 10)
-    r = run_jobs(m, io, ios, jobs, "read", ramp_ios=ramp)
+    names = {}
+
+    def run_once(background):
+        m, f, buf, ranges, data_start, names["pmem"] = _rig(
+            profile, shared, VARIANTS[variant], -(-file_size // 4096) * 4096, bs, background)
+
+        def io(p, k):
+            return ksys_pread64(p, f, buf, bs, (k % blocks) * bs, ranges)[0]
+
+        return run_jobs(m, io, ios, jobs, "read", ramp_ios=ramp)
+
+    # the others on the job's socket load its media; the other sockets' jobs their own
+    r, loaded = loaded_run(run_once, load_profile(profile, shared or None).values, jobs,
+                           per_socket)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "gbytes_per_s": r.iops * bs / 1e9, "functions_cycles_per_io": r.sites,
-            "pmem_reads_per_io": r.media[media]["reads"]}
+            "pmem_reads_per_io": r.media[names["pmem"]]["reads"], "jobs_loaded": loaded}
 
 
 def _check_poison(offset, file_size):
@@ -157,7 +164,8 @@ def table(res):
              f"{res['ios']} measured reads per variant",
              f"jobs={res['jobs']} over {res['sockets']} sockets (assumed even, one namespace "
              f"each): the core is one of {per} jobs on its socket, with 1/{per} of the LLC and "
-             f"its share of each media channel (emu/studies/fio.py); IOPS = {res['jobs']} x its own",
+             f"the other {per - 1} jobs' media traffic at its own rate (emu/studies/fio.py); "
+             f"IOPS = {res['jobs']} x its own",
              "published: read IOPS of the kernel test robot's run (no figure given in "
              "docs/scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]

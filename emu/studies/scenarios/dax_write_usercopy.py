@@ -24,6 +24,7 @@ from emu.studies.fio import (
     add_job_options,
     check_job_options,
     job_overrides,
+    loaded_run,
     run_jobs,
 )
 from emu.studies.progress import progress, wanted
@@ -55,17 +56,20 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
 
 def configure(parser):
     add_job_options(parser, "write", bs=4096, jobs=1, ios=20000, file_size=1 << 30,
-                    why="assumed", jobs_help="; the core gets 1/N of the LLC and of media and "
-                                             "interconnect bandwidth")
+                    why="assumed", jobs_help="; the core gets 1/N of the LLC and of the "
+                                             "interconnect, the others' media traffic is "
+                                             "its own (a fixed point)")
 
 
-def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc()):
+def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc(),
+                background=None):
     """(machine, DAX file of `file_size` bytes on node 0's first namespace, user region,
     media of the namespace). pmem_map "dev"|"mem": where the struct pages live; `hardened`:
-    the checked (pre-5.2) copy; `copy_mc`: the platform's machine-check-safe copy choice."""
+    the checked (pre-5.2) copy; `copy_mc`: the platform's machine-check-safe copy choice;
+    `background`: other jobs' media traffic (Machine(background=...))."""
     values = load_profile(profile, overrides or None).values
     m = Machine(profile, overrides or None, regions=with_user_region(values),
-                smap="smap" in values["core"]["cpu_features"])
+                smap="smap" in values["core"]["cpu_features"], background=background)
     kinds = {n: v["kind"] for n, v in values["media"].items()}
     mm = Memmap(list(m.regions.values()), kinds, pmem_map)
     namespaces = [r for r in mm.namespaces if r["node"] == 0]
@@ -82,36 +86,44 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     return m, f, m.regions["user0"], namespaces[0]["media"]
 
 
-def build(profile, overrides, variant, file_size):
+def build(profile, overrides, variant, file_size, background=None):
     """(machine, file, user region, media of the namespace) for a variant."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
     return dax_machine(profile, overrides, "mem" if variant == "memmap=dram" else "dev",
-                       variant != "bypass", file_size)
+                       variant != "bypass", file_size, background=background)
 
 
 def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
     profiler.label(variant)
     check_job_options(bs, ios, file_size)
     overrides = job_overrides(profile, overrides, jobs)
-    m, f, user, pmem_media = build(profile, overrides, variant, -(-file_size // 4096) * 4096)
     data = np.random.default_rng(5).integers(0, 256, bs, dtype=np.uint8)
-    m.write(user["base"], data)
-    buf, ranges = user["base"], [(user["base"], user["base"] + user["size_bytes"])]
     blocks = file_size // bs
-
-    def io(p, k):
-        return ksys_pwrite64(p, f, buf, bs, (k % blocks) * bs, ranges)
-
     ramp = ios // 10
-    r = run_jobs(m, io, ios, jobs, "write", ramp_ios=ramp)
-    last = f.dax.pmem.virt_addr + f.dax.pmem.data_offset + ((ramp + ios - 1) % blocks) * bs
-    if m.read(last, bs) != data.tobytes():
-        raise AssertionError("functional check failed: the last write's bytes differ from the buffer")
+    names = {}
+
+    def run_once(background):
+        m, f, user, names["pmem"] = build(profile, overrides, variant,
+                                          -(-file_size // 4096) * 4096, background)
+        m.write(user["base"], data)
+        buf, ranges = user["base"], [(user["base"], user["base"] + user["size_bytes"])]
+
+        def io(p, k):
+            return ksys_pwrite64(p, f, buf, bs, (k % blocks) * bs, ranges)
+
+        r = run_jobs(m, io, ios, jobs, "write", ramp_ios=ramp)
+        last = f.dax.pmem.virt_addr + f.dax.pmem.data_offset + ((ramp + ios - 1) % blocks) * bs
+        if m.read(last, bs) != data.tobytes():
+            raise AssertionError("functional check failed: the last write's bytes differ from "
+                                 "the buffer")
+        return r
+
+    r, loaded = loaded_run(run_once, load_profile(profile, overrides or None).values, jobs)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "functions_cycles_per_io": r.sites,
-            "pmem_reads_per_io": r.media[pmem_media]["reads"],
-            "pmem_writes_per_io": r.media[pmem_media]["writes"]}
+            "pmem_reads_per_io": r.media[names["pmem"]]["reads"],
+            "pmem_writes_per_io": r.media[names["pmem"]]["writes"], "jobs_loaded": loaded}
 
 
 def run(args):
