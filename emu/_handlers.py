@@ -148,15 +148,19 @@ def rfo_ahead(S, ops, i, n):
     leaves once its address is known and an LFB is free, before older stores commit
     (the key's source); but the ops are modelled one after another, and a flush's
     write-back, timed at its start, would otherwise take the media before younger RFOs the
-    core sent earlier. The scan stops at an op other than a plain store or a flush (a fence
-    orders them) and at a store outside the region checked last (its access is not known
+    core sent earlier. The scan passes over SITE markers and stops at an op other than a plain
+    store or a flush (a fence orders them) and at a store outside the region checked last (its access is not known
     to be allowed). The line is owned, not yet written: the store itself marks it dirty."""
     left = S[TP.RFO_AHEAD]
     by = max(S[SC.NOW], S[SC.DONE_MAX], S[SC.SB_LAST])   # the flush's start (flush())
-    for j in range(i, min(n, i + S[TP.SB])):
-        if left == 0:
+    seen = 0
+    for j in range(i, n):
+        if seen == S[TP.SB] or left <= 0:
             return
         op = ops[j, COL_OP]
+        if op == Op.SITE:   # costs nothing: a profiled program must run as the plain one
+            continue
+        seen += 1
         if op == Op.CLWB or op == Op.CLFLUSHOPT or op == Op.CLFLUSH:
             continue
         addr, size = ops[j, COL_ADDR], ops[j, COL_SIZE]
