@@ -105,7 +105,10 @@ def background(S, p, row, t, optane):
     misses every buffer holds (the media's read unit); a write stream the channel's write
     side for the unit's lines and, on Optane, the media for an XPLine write (whole
     XPLines: no XPBuffer state, no read-modify-write, no WPQ slot: what it takes is
-    bandwidth). Both streams of a shared timeline are applied reads first."""
+    bandwidth). Both streams of a shared timeline are applied reads first. Without
+    background (both periods 0) it costs one compare."""
+    if not (S[ix(row + CH.BG_RD_PERIOD)] | S[ix(row + CH.BG_WR_PERIOD)]):
+        return
     t_fp = t * FP
     per = S[ix(row + CH.BG_RD_PERIOD)]
     a0 = S[ix(row + CH.BG_RD_NEXT)]

@@ -3,7 +3,7 @@ channel its address interleaves to (memmodel.media._channels), and the kind's mo
 the media behind it. The last branch takes the DRAM-like kinds."""
 from memmodel.jit import inlined, ix
 from memmodel.layout import MH
-from memmodel.media import CH, MC, MP, N_MPARAMS, dram, optane
+from memmodel.media import MC, MP, N_MPARAMS, dram, optane
 from memmodel.media import _channels as ch
 
 
@@ -17,8 +17,7 @@ def read(S, m, addr, t0, remote, stamp):
     t = t0
     if remote:   # the request crosses the link now, the data's latency is paid on return
         t = ch.cross_link(S, t0) - ch.link_lat(S)
-    if S[ix(row + CH.BG_RD_PERIOD)] | S[ix(row + CH.BG_WR_PERIOD)]:
-        ch.background(S, p, row, t, S[ix(p + MP.KIND)] == optane.KIND)
+    ch.background(S, p, row, t, S[ix(p + MP.KIND)] == optane.KIND)
     if S[ix(p + MP.KIND)] == optane.KIND:
         done = optane.read(S, p, m, row, addr, t, stamp)
     else:
@@ -47,8 +46,7 @@ def write(S, m, addr, nbytes, t0, remote, stamp):
     if remote:
         t = ch.cross_link(S, t0)
         wait = t - t0 - ch.link_lat(S)   # the wait for the link
-    if S[ix(row + CH.BG_RD_PERIOD)] | S[ix(row + CH.BG_WR_PERIOD)]:
-        ch.background(S, p, row, t, S[ix(p + MP.KIND)] == optane.KIND)
+    ch.background(S, p, row, t, S[ix(p + MP.KIND)] == optane.KIND)
     slot, accept = ch.wpq_accept(S, p, m, row, t)
     wait += accept - t - S[ix(p + MP.ACCEPT_LAT)]   # the wait for a WPQ slot
     ack = t0 + S[ix(p + MP.ACK_LAT)] + wait

@@ -11,7 +11,6 @@ import csv
 import fcntl
 import io
 import os
-import stat
 
 from emu.studies import outfiles
 from emu.studies.options import CliError
