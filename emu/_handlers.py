@@ -149,8 +149,9 @@ def rfo_ahead(S, ops, i, n):
     (the key's source); but the ops are modelled one after another, and a flush's
     write-back, timed at its start, would otherwise take the media before younger RFOs the
     core sent earlier. The scan passes over SITE markers and stops at an op other than a plain
-    store or a flush (a fence orders them) and at a store outside the region checked last (its access is not known
-    to be allowed). The line is owned, not yet written: the store itself marks it dirty."""
+    store or a flush (a fence orders them) and at a store outside the region checked last (its
+    access is not known to be allowed). The line is owned, not yet written: the store itself
+    marks it dirty."""
     left = S[TP.RFO_AHEAD]
     by = max(S[SC.NOW], S[SC.DONE_MAX], S[SC.SB_LAST])   # the flush's start (flush())
     seen = 0

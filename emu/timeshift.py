@@ -33,8 +33,8 @@ SCALARS = {
     MS.LLC_MISS_END: "cycles", MS.MEM_STAMP: "mem",
 }
 # whole sections on one clock
-SECTIONS = {"ready": "cycles", "lfb": "cycles", "sq": "cycles", "sb": "cycles", "rob_done": "cycles",
-            "rob_seq": "uops", "rob_lseq": "loads"}
+SECTIONS = {"ready": "cycles", "lfb": "cycles", "sq": "cycles", "sb": "cycles",
+            "rob_done": "cycles", "rob_seq": "uops", "rob_lseq": "loads"}
 CLOCKS = ("cycles", "fp", "uops", "loads", "mem", "stream")
 
 

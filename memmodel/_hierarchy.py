@@ -1,12 +1,13 @@
 """The cache hierarchy: the walk down, installs up, the victim cascade, back-invalidation,
 prefetch fills and another core's accesses (memmodel.cache is one level).
 
-A demand access enters at `demand` (L1) and returns the cycle its data is ready; a miss
-takes a line fill buffer (`demand_miss` returns when one is free, the caller stalls issue
-until then), walks the levels below and fills every level above the hit, or reads the
-media. A miss of the L2, demand or prefetch, also holds one of the L2's miss entries (Intel's
-superqueue) until its data is back: a demand miss waits for one, a prefetch is dropped. The events that sites count (L1 and LLC misses, media reads and writes, the cycles
-a miss was outstanding) are running totals in ms; the core attributes them to sites.
+A demand access enters at `demand` (L1) and returns the cycle its data is ready; a miss takes a
+line fill buffer (`demand_miss` returns when one is free, the caller stalls issue until then),
+walks the levels below and fills every level above the hit, or reads the media. A miss of the
+L2, demand or prefetch, also holds one of the L2's miss entries (Intel's superqueue) until its
+data is back: a demand miss waits for one, a prefetch is dropped. The events that sites count
+(L1 and LLC misses, media reads and writes, the cycles a miss was outstanding) are running
+totals in ms; the core attributes them to sites.
 """
 from memmodel import _hotlines as hot
 from memmodel import _memside as mside

@@ -50,10 +50,10 @@ MEMO = fields("MEMO", "LINE SET BLOCK REGION")
 LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 
 # memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media
-# parameters, counters, channels and globals (memmodel.media), regions, the chunk
-# directory and the allocation counts (memmodel.memory; chunk_dir must follow reg), the
-# stream prefetcher's table (memmodel.prefetch.stream), the L1's line fill buffers and the
-# L2's miss entries (memmodel._hierarchy), write-combining buffers (memmodel._wc), per-region counters
+# parameters, counters, channels and globals (memmodel.media), regions, the chunk directory and
+# the allocation counts (memmodel.memory; chunk_dir must follow reg), the stream prefetcher's
+# table (memmodel.prefetch.stream), the L1's line fill buffers and the L2's miss entries
+# (memmodel._hierarchy), write-combining buffers (memmodel._wc), per-region counters
 # (memmodel._memside) and the way to the persistence domain (memmodel._persist).
 MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM LFB SQ WC "
             "REGION_CTR PQ PEND HOT HOT_REGION")

@@ -429,9 +429,11 @@ def _validate(raw, fname):
                                f"only, got {lvl['prefetcher']!r}")
         v["cache"][n] = lvl
     v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources, transfers)
-    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources, transfers)
+    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources,
+                                 transfers)
     v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources, transfers)
-    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources, transfers)
+    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources,
+                                 transfers)
     media = raw.get("media", {})
     if not isinstance(media, dict) or not media:
         raise ProfileError(f"{fname}: media: needs at least one [media.NAME]")

@@ -11,9 +11,9 @@ combining buffer that sent a line learns it was taken wc_ack_ns after sending it
 SFENCE waits for) and is free again wc_hold_ns after (what bounds a stream), each later by
 any wait for a WPQ slot. A remote (other NUMA node) request also crosses the interconnect, a
 shared link with its own bandwidth and latency (numa.remote_latency_ns for a read and for a
-remote line's acknowledgement, numa.remote_hold_ns added to a buffer's hold). What all kinds share (channel rows,
-interleave, WPQ, the link) is in _channels.py; each kind's module times the media itself:
-dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
+remote line's acknowledgement, numa.remote_hold_ns added to a buffer's hold). What all kinds
+share (channel rows, interleave, WPQ, the link) is in _channels.py; each kind's module times the
+media itself: dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
 
 KINDS is the one list of media kinds and PERSISTENCE of persistence domains: a profile's
 [media.NAME] `kind` and `persistence` are names here. A kind's id, its index in KIND_IDS,
@@ -65,16 +65,15 @@ N_MCOUNTERS = len(MC)
 # mglob[]: interconnect (a read's extra latency, a WC buffer's extra hold) and the shape of a
 # chan row
 G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE XP0 XP_MAX")
-# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side,
-# Optane's media behind its XPBuffer), WPQ_HEAD, the background streams (other cores'
-# traffic, memmodel.media._channels.background: the FP time of the next read and write
-# arrival, -1 for none, and their periods in FP units, 0 for none), WPQ slots from WPQ0 (the cycle each is free
-# again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX
-# (XP): tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is
-# done (READY), the FP start of its media write not yet begun (WB), the cycle the read that
-# loaded it from the media delivers its data (ARRIVE; -1: none). A row has room for the
-# largest XPBuffer of the profile's media (one entry if none has one); other kinds leave it
-# empty.
+# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side, Optane's
+# media behind its XPBuffer), WPQ_HEAD, the background streams (other cores' traffic,
+# memmodel.media._channels.background: the FP time of the next read and write arrival, -1 for
+# none, and their periods in FP units, 0 for none), WPQ slots from WPQ0 (the cycle each is free
+# again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX (XP):
+# tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is done (READY),
+# the FP start of its media write not yet begun (WB), the cycle the read that loaded it from the
+# media delivers its data (ARRIVE; -1: none). A row has room for the largest XPBuffer of the
+# profile's media (one entry if none has one); other kinds leave it empty.
 CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD BG_RD_NEXT BG_RD_PERIOD BG_WR_NEXT "
             "BG_WR_PERIOD WPQ0")
 XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")

@@ -10,13 +10,14 @@ copy_mc_enhanced_fast_string, one rep movsb) and `fragile+generic-bug` (the prop
 that ran copy_mc_fragile and then also the generic copy). Metric `iops`, aggregate over the
 jobs, with `ns_per_io` and the cycles per I/O of each function.
 
-Jobs: the emulator has one core. The jobs are assumed spread evenly over the profile's
-sockets (NUMA nodes), one namespace per socket, each job reading its own file sequentially
-on its own socket's namespace; so the core is one of jobs/sockets jobs sharing a socket and
-gets that share of the LLC, and the other jobs of its socket load its media at its own rate
-(emu/studies/fio.py job_overrides, loaded_run); the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads complete inside io_submit
-(the copy runs in the submitting thread), so each I/O is modelled as one synchronous read
-with the declared syscall, VFS and file-system read costs (profile [software]).
+Jobs: the emulator has one core. The jobs are assumed spread evenly over the profile's sockets
+(NUMA nodes), one namespace per socket, each job reading its own file sequentially on its own
+socket's namespace; so the core is one of jobs/sockets jobs sharing a socket and gets that share
+of the LLC, and the other jobs of its socket load its media at its own rate (emu/studies/fio.py
+job_overrides, loaded_run); the aggregate is `jobs` times its IOPS. On a DAX file libaio's reads
+complete inside io_submit (the copy runs in the submitting thread), so each I/O is modelled as
+one synchronous read with the declared syscall, VFS and file-system read costs (profile
+[software]).
 
 `--poison OFFSET` also injects poison into the pmem line holding that byte of the file (not
 in the driver's badblocks list: latent poison) and reads its block once per variant: each

@@ -2,10 +2,10 @@
 with the point id, the scenario, the profile, one column per swept key, the resolved
 configuration as JSON, the number of rows of the point, status (ok or error) and the error
 message. All rows of a point are written by one os.write to a file opened O_APPEND, after its
-header; the file is locked (flock) for the whole run. `--resume` reads it line by line, drops
-a torn or incomplete last point (only the last write can be cut), skips the points whose id is
-in the file and reports those written more than once. With pyarrow installed RESULTS.parquet is written
-beside it at the end (a temporary file renamed into place).
+header; the file is locked (flock) for the whole run. `--resume` reads it line by line, drops a
+torn or incomplete last point (only the last write can be cut), skips the points whose id is in
+the file and reports those written more than once. With pyarrow installed RESULTS.parquet is
+written beside it at the end (a temporary file renamed into place).
 """
 import csv
 import fcntl

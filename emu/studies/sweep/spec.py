@@ -100,7 +100,8 @@ def _count(where, raw):
     # as a float first: a tiny step (1e-320) or a huge span overflows to inf, not a list
     steps = (hi - lo) / step
     if not math.isfinite(steps) or steps >= MAX_POINTS:
-        raise CliError(f"{where}: more than {MAX_POINTS} values (from {lo!r} to {hi!r} by {step!r})")
+        raise CliError(f"{where}: more than {MAX_POINTS} values (from {lo!r} to {hi!r} "
+                       f"by {step!r})")
     return math.floor(steps * (1 + 1e-12)) + 1
 
 
