@@ -44,7 +44,7 @@ KINDS = {
         "buffer_read_latency_ns": ("num", True, 0, 10**6),
         "xpline_bytes": ("int", True, 64, 2048),
         "xpbuffer_entries": ("int", True, 1, 1024),
-        "dimm_write_gbps": ("num", True, 1e-3, 10**4),   # one DIMM's write intake
+        "bus_gbps": ("num", True, 1e-3, 10**4),   # one DIMM's bus: its write intake
     }),
 }
 KIND_IDS = tuple(KINDS)

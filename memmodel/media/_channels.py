@@ -98,6 +98,34 @@ def _closed_form(busy_fp, a0, k, period, occ):
 
 
 @inlined
+def _after(x, b0, j, per):
+    """How many of j arrivals at b0, b0 + per, ... come at or after x."""
+    if x <= b0:
+        return j
+    return j - min(j, (x - b0 + per - 1) // per)
+
+
+@inlined
+def _merged_form(busy_fp, a0, k, per, occ, b0, j, per2, occ2):
+    """_closed_form for two periodic streams on one timeline (k arrivals from a0 every per,
+    j from b0 every per2, each holding it for its occ): the latest start is at the first
+    arrival when the two together come faster than they are served, else at one stream's
+    last arrival, followed by the other's arrivals from then on (exact for either alone; with
+    both, within a hold of each). Applying one stream's closed form after the other's would
+    queue all of the second's arrivals behind the first's last: a DIMM not visited for long
+    would gain the window's whole write work at once."""
+    if j == 0:
+        return _closed_form(busy_fp, a0, k, per, occ)
+    if k == 0:
+        return _closed_form(busy_fp, b0, j, per2, occ2)
+    best = max(busy_fp, min(a0, b0)) + k * occ + j * occ2
+    la = a0 + (k - 1) * per
+    best = max(best, la + occ + _after(la, b0, j, per2) * occ2)
+    lb = b0 + (j - 1) * per2
+    return max(best, lb + occ2 + _after(lb, a0, k, per) * occ)
+
+
+@inlined
 def background(S, p, row, t, optane):
     """Other cores' traffic on the channel at `row` (memmodel.media CH.BG_*): the periodic
     arrivals of its background streams up to cycle t take the timelines they use, in O(1),
@@ -105,28 +133,36 @@ def background(S, p, row, t, optane):
     misses every buffer holds (the media's read unit); a write stream the channel's write
     side for the unit's lines and, on Optane, the media for an XPLine write (whole
     XPLines: no XPBuffer state, no read-modify-write, no WPQ slot: what it takes is
-    bandwidth). Both streams of a shared timeline are applied reads first. Without
+    bandwidth). Where reads and writes share a timeline (Optane's media; a channel whose
+    reads wait for writes) the two streams are merged on it (_merged_form). Without
     background (both periods 0) it costs one compare."""
     if not (S[ix(row + CH.BG_RD_PERIOD)] | S[ix(row + CH.BG_WR_PERIOD)]):
         return
     t_fp = t * FP
-    per = S[ix(row + CH.BG_RD_PERIOD)]
-    a0 = S[ix(row + CH.BG_RD_NEXT)]
-    if per > 0 and a0 <= t_fp:
-        k = (t_fp - a0) // per + 1
-        busy = row + (CH.MEDIA_BUSY if optane else CH.RD_BUSY)
-        if S[ix(p + MP.SHARED_BUSY)] and not optane:
-            busy = row + CH.WR_BUSY
-        S[ix(busy)] = _closed_form(S[ix(busy)], a0, k, per, S[ix(p + MP.RD_OCC_FP)])
+    per, a0 = S[ix(row + CH.BG_RD_PERIOD)], S[ix(row + CH.BG_RD_NEXT)]
+    k = (t_fp - a0) // per + 1 if per > 0 and a0 <= t_fp else 0
+    per2, b0 = S[ix(row + CH.BG_WR_PERIOD)], S[ix(row + CH.BG_WR_NEXT)]
+    j = (t_fp - b0) // per2 + 1 if per2 > 0 and b0 <= t_fp else 0
+    if k == 0 and j == 0:
+        return
+    lines = S[ix(p + MP.XPL_BYTES)] // 64
+    # the write side takes a write stream's lines (on Optane its bus, else the channel)
+    wr_occ = lines * S[ix(p + MP.INTAKE_OCC_FP)]
+    if j:
+        S[ix(row + CH.BG_WR_NEXT)] = b0 + j * per2
+    if k:
         S[ix(row + CH.BG_RD_NEXT)] = a0 + k * per
-    per = S[ix(row + CH.BG_WR_PERIOD)]
-    a0 = S[ix(row + CH.BG_WR_NEXT)]
-    if per > 0 and a0 <= t_fp:
-        k = (t_fp - a0) // per + 1
-        lines = S[ix(p + MP.XPL_BYTES)] // 64
-        S[ix(row + CH.WR_BUSY)] = _closed_form(S[ix(row + CH.WR_BUSY)], a0, k, per,
-                                               lines * S[ix(p + MP.INTAKE_OCC_FP)])
-        if optane:
-            S[ix(row + CH.MEDIA_BUSY)] = _closed_form(S[ix(row + CH.MEDIA_BUSY)], a0, k, per,
-                                                      S[ix(p + MP.WR_OCC_FP)])
-        S[ix(row + CH.BG_WR_NEXT)] = a0 + k * per
+    rd_occ = S[ix(p + MP.RD_OCC_FP)]
+    if optane:
+        if j:
+            S[ix(row + CH.WR_BUSY)] = _closed_form(S[ix(row + CH.WR_BUSY)], b0, j, per2, wr_occ)
+        S[ix(row + CH.MEDIA_BUSY)] = _merged_form(S[ix(row + CH.MEDIA_BUSY)], a0, k, per,
+                                                  rd_occ, b0, j, per2, S[ix(p + MP.WR_OCC_FP)])
+    elif S[ix(p + MP.SHARED_BUSY)]:
+        S[ix(row + CH.WR_BUSY)] = _merged_form(S[ix(row + CH.WR_BUSY)], a0, k, per, rd_occ,
+                                               b0, j, per2, wr_occ)
+    else:
+        if k:
+            S[ix(row + CH.RD_BUSY)] = _closed_form(S[ix(row + CH.RD_BUSY)], a0, k, per, rd_occ)
+        if j:
+            S[ix(row + CH.WR_BUSY)] = _closed_form(S[ix(row + CH.WR_BUSY)], b0, j, per2, wr_occ)

@@ -2,7 +2,7 @@
 them (XPBuffer, replaced least recently used) between its bus and its media.
 
 A DIMM has two timelines: its bus (the chan row's write side: 64-byte writes taken in at the
-DIMM's write intake rate, dimm_write_gbps, and, for reads served from the XPBuffer, 64-byte
+rate of the DIMM's channel, bus_gbps, and, for reads served from the XPBuffer, 64-byte
 transfers out at the media's read rate per channel) and its media (XPLine reads and writes).
 Every write (NT line, write-back, eviction) is taken off the WPQ when the DIMM has taken its
 64 bytes into the XPBuffer; the media write happens later. An XPLine the buffer holds whole
@@ -13,8 +13,9 @@ XPLines rather than keeping them until evicted); rewritten whole again before th
 begun, it joins it. A partially written XPLine goes to the media when it is evicted (a
 read-modify-write if the buffer never loaded it), and a partial write to a chunk the buffer
 holds neither loaded nor written first reads the XPLine. An entry is reused only when its
-media work is done, so a DIMM takes writes at its intake rate while its buffer has room and
-at its media write rate once the buffer is full of XPLines waiting for the media.
+media work is done, so a DIMM takes a burst of writes at its bus rate while its buffer has
+room and then at its media write rate, once the buffer is full of XPLines waiting for the
+media (a one-DIMM stream sustains write_bw_gbps / channels).
 
 A read served from the buffer takes the buffered latency and the bus, and no less than the
 read that is loading its XPLine from the media, if one is; a read that misses
@@ -38,9 +39,9 @@ def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
     p[MP.RD_OCC_FP] = occ_fp(xpl, read_gbps, freq_ghz)
     p[MP.WR_OCC_FP] = occ_fp(xpl, write_gbps, freq_ghz)
     # a 64-byte read out of the XPBuffer at the media's read rate; a write taken in at the
-    # DIMM's write intake rate
+    # rate of the DIMM's bus
     p[MP.BUS_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
-    p[MP.INTAKE_OCC_FP] = occ_fp(64, spec["dimm_write_gbps"], freq_ghz)
+    p[MP.INTAKE_OCC_FP] = occ_fp(64, spec["bus_gbps"], freq_ghz)
 
 
 @inlined

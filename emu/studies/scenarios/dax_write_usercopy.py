@@ -49,7 +49,7 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "media.optane.buffer_read_latency_ns", "media.optane.write_accept_ns",
              "media.optane.write_bw_gbps", "media.optane.wpq_entries", "core.wc_buffers",
              "media.optane.wc_hold_ns", "media.optane.wc_ack_ns",
-             "media.optane.dimm_write_gbps", "instr.lock_rmw_cycles",
+             "media.optane.bus_gbps", "instr.lock_rmw_cycles",
              "core.rob_entries", "instr.stac_cycles", "instr.clac_cycles",
              "instr.sfence_cycles", "core.freq_ghz")
 

@@ -371,9 +371,16 @@ REASONS = {
     "persist-first-lines": "Fig.12 measures one 64 B ntstore + sfence at 124.7 ns where Fig.2 "
                            "measures 90.4 ns on the same box; wc_ack_ns is calibrated on Fig.2, "
                            "so the curve's first lines cost the lone line's acknowledgement "
-                           "(~90 ns) and then the DIMM's intake (27.8 ns a line behind a 4-entry "
-                           "WPQ); what Fig.12's loop adds to its first lines (35-100 ns) is not "
-                           "modelled",
+                           "(~90 ns); what Fig.12's loop adds to its first lines (35-100 ns) is "
+                           "not modelled",
+    "persist-nt-interleave": "from 256 B a repetition costs what its lines take to reach the "
+                             "DIMMs: on pmem0's 6 interleaved DIMMs (this row) one thread's WC "
+                             "buffers bound it, 14.6 ns a line as in the stream of row "
+                             "optane-ntstore-bw-6dimm (4 KiB: 937 ns); on a one-DIMM namespace "
+                             "the DIMM's media once its XPBuffer is full, 30.6 ns a line (4 KiB: "
+                             "1958 ns, 1.26x; 1 KiB 1.01x). Fig.12's 21.8 ns a line lies between "
+                             "the two, and which namespace and interleave it was taken on is not "
+                             "stated (measurements-3 §5)",
     "clwb-rfo-media": "the curve's loop stores to lines not cached beforehand (LATTester's "
                       "loop, prefetchers off): a repetition's stores wait for their lines' "
                       "reads from the DIMM (RFOs, 305 ns) before they commit; the younger "
@@ -384,16 +391,6 @@ REASONS = {
                       "wait for one each (a store taking its line unread, or RFOs sent past "
                       "the fence: neither modelled nor sourced); from 1 KiB the RFOs also "
                       "queue on the DIMM behind the write-backs sent before them",
-    "stream-one-dimm": "a single stream writes the 4 KiB stripes one DIMM after another; with "
-                       "a 4-entry WPQ a channel (VANS's setting, hardware.md §9.2) and each "
-                       "DIMM taking every write at 27.8 ns a line it is held near one DIMM's "
-                       "rate. OptaneStudy's StrideBW task (data/bandwidth.csv: sequential, 1 "
-                       "thread, 6 DIMMs interleaved, prefetching 0) measures 4.34-4.36 GB/s "
-                       "for 128 B to 1 MiB, so a DIMM takes a 4 KiB burst faster than its "
-                       "sustained 2.3 GB/s: the intake rate belongs behind the XPBuffer, not "
-                       "in front of it; Fig.12's persist slope (22 ns a line) may then come "
-                       "from a one-DIMM namespace (its interleave is not stated, "
-                       "measurements-3 §5): not yet modelled",
     "rep-startup": "each rep movsb pays the 40-cycle start-up of [INTEL-OPT] (Nehalem-era; none "
                    "measured for these cores, §13): 8 KiB copies run at 8192 / (8192 / B + 40) "
                    "bytes a cycle for the profile's B",
@@ -439,16 +436,18 @@ KNOWN_GAPS = {
     (CLX, "optane-write-clwb-64B"): (1.39, 1.71, REASONS["clwb-rfo-first"]),
     (CLX, "persist-ntstore-64B"): (0.65, 0.8, REASONS["persist-first-lines"]),
     (CLX, "persist-ntstore-128B"): (0.6, 0.75, REASONS["persist-first-lines"]),
-    (CLX, "persist-ntstore-256B"): (0.46, 0.58, REASONS["persist-first-lines"]),
-    (CLX, "persist-ntstore-512B"): (0.64, 0.8, REASONS["persist-first-lines"]),
-    (CLX, "persist-clwb-64B"): (2.47, 3.03, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-128B"): (2.76, 3.39, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-256B"): (2.73, 3.35, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-512B"): (1.89, 2.32, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-1024B"): (1.38, 1.7, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-2048B"): (1.39, 1.71, REASONS["clwb-rfo-media"]),
-    (CLX, "persist-clwb-4096B"): (1.39, 1.71, REASONS["clwb-rfo-media"]),
-    (CLX, "optane-ntstore-bw-6dimm"): (0.54, 0.68, REASONS["stream-one-dimm"]),
+    (CLX, "persist-ntstore-256B"): (0.38, 0.48, REASONS["persist-nt-interleave"]),
+    (CLX, "persist-ntstore-512B"): (0.37, 0.47, REASONS["persist-nt-interleave"]),
+    (CLX, "persist-ntstore-1024B"): (0.47, 0.59, REASONS["persist-nt-interleave"]),
+    (CLX, "persist-ntstore-2048B"): (0.54, 0.67, REASONS["persist-nt-interleave"]),
+    (CLX, "persist-ntstore-4096B"): (0.54, 0.67, REASONS["persist-nt-interleave"]),
+    (CLX, "persist-clwb-64B"): (2.28, 2.8, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-128B"): (2.47, 3.02, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-256B"): (2.31, 2.83, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-512B"): (1.64, 2.01, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-1024B"): (1.24, 1.53, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-2048B"): (1.28, 1.58, REASONS["clwb-rfo-media"]),
+    (CLX, "persist-clwb-4096B"): (1.35, 1.66, REASONS["clwb-rfo-media"]),
     (CLX, "rep-movsb-l1"): (0.69, 0.86, REASONS["rep-startup"]),
     (CLX, "likwid-copy-bw"): (0.71, 0.88, REASONS["one-stream-read-bw"]),
     (SKX, "lfence-dependent-chain"): (0.38, 0.48, REASONS["lfence-refill"]),
