@@ -144,7 +144,7 @@ def _fake_job(values, calls, per_io_bytes=4096, alone_iops=400e3):
     and gets what the background leaves of the media's write peak."""
     peak = values["media"]["optane"]["write_bw_gbps"] * 1e9
 
-    def run_once(bg):
+    def run_once(bg, n):
         calls.append(bg)
         others = bg["optane"]["write_gbps"] * 1e9 if bg else 0.0
         iops = min(alone_iops, (peak - others) / per_io_bytes) or 1.0
@@ -155,9 +155,9 @@ def _fake_job(values, calls, per_io_bytes=4096, alone_iops=400e3):
 
 def test_one_job_is_one_plain_run():
     values, calls = load_profile("cascadelake-optane").values, []
-    r, loaded = loaded_run(_fake_job(values, calls), values, 1)
-    assert calls == [None] and loaded == {"iterations": 0, "background": None,
-                                          "converged": True}
+    r, loaded = loaded_run(_fake_job(values, calls), values, 1, 8)
+    assert calls == [None] and loaded == {"iterations": 0, "search_iterations": 0,
+                                          "background": None, "converged": True}
     assert r.iops == 400e3
 
 
@@ -165,7 +165,7 @@ def test_the_fixed_point_shares_the_peak():
     # 48 jobs writing 4 KiB an I/O, 12.5 GB/s between them: each gets 12.5e9 / 48 / 4096
     # = 63578 IOPS, the others 47 x that = 12.24 GB/s; the first loaded run is there
     values, calls = load_profile("cascadelake-optane").values, []
-    r, loaded = loaded_run(_fake_job(values, calls), values, 48)
+    r, loaded = loaded_run(_fake_job(values, calls), values, 48, 8)
     share = 12.5e9 / 48 / 4096
     assert loaded["converged"] and 0 <= share - 1e9 / r.ns_per_io <= 0.01 * share
     assert 48 * 4096 * 1e9 / r.ns_per_io <= 12.5e9

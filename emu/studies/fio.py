@@ -10,7 +10,7 @@ other jobs' traffic is background on each media (emu.Machine(background=...)), a
 rate the emulated job itself achieves (reads and writes per media separately), found as a
 fixed point (`loaded_run`): run, measure the job's rate, put N-1 times it in the background
 (at most the media's peak: it then saturates), rerun, until the job's rate is at most the
-others' and within TOLERANCE of it. So N jobs never move more than the media take (over a
+others' and within TOLERANCE of it (searched on short runs, confirmed on a full one). So N jobs never move more than the media take (over a
 run long enough for the media's backlog to reach the core: a short one sees the background
 before it builds up). Aggregate IOPS = N x the one job's.
 
@@ -78,6 +78,7 @@ def check_job_options(bs, ios, file_size):
 SHARED_KEYS = ("cache.llc.size_bytes", "numa.remote_bw_gbps")
 TOLERANCE = 0.01        # the fixed point: the job's rate below the others' by at most this
 MAX_ITERATIONS = 8      # loaded runs at most (a bracketed secant converges in 3-5)
+SEARCH_DIVISOR = 8      # the fixed point is searched on runs of 1/8 of the I/Os
 
 
 def job_overrides(profile, overrides, jobs):
@@ -123,41 +124,55 @@ def _background(values, per_io, others, iops):
     return out or None
 
 
-def loaded_run(run_once, values, jobs, per_socket=None):
+def loaded_run(run_once, values, jobs, ios, per_socket=None):
     """The emulated job as one of `jobs`, the others' media traffic its own: run_once(
-    background) -> FioResult of one run on a fresh machine with that Machine(background=...)
-    (None: none). `per_socket`: the jobs that share the job's media (default: all).
-    Returns (the FioResult of the last run, {"iterations": loaded runs, "background": the
-    last run's, "converged": bool}); not converged, of the last run that achieved at most
-    the others' rate. Finds s = f(s), s the job's I/O rate and f(s) the rate
-    it achieves with the others at s, f decreasing: from s = f(no background), or lower
-    where N jobs at that rate would move more than a media's peak, a secant kept inside
-    the bracket of the rates seen above and below their result (Illinois),
-    until 0 <= s - f(s) <= TOLERANCE x s."""
-    first = run_once(None)
+    background, n) -> FioResult of n measured I/Os on a fresh machine with that
+    Machine(background=...) (None: none). `per_socket`: the jobs that share the job's media
+    (default: all). The rate s with s = f(s) (f(s): the rate the job achieves with the
+    others at s) is searched on runs of ios // SEARCH_DIVISOR I/Os, then confirmed on a run
+    of `ios` (a miss goes on with such runs from there): the result is always a full run.
+    Returns (its FioResult, {"iterations": loaded runs, "search_iterations": those of them
+    that were short, "background": the result's, "converged": bool}); not converged, of the
+    last full run that achieved at most the others' rate."""
     others = (per_socket or jobs) - 1
     if others == 0:
-        return first, {"iterations": 0, "background": None, "converged": True}
+        return run_once(None, ios), {"iterations": 0, "search_iterations": 0,
+                                     "background": None, "converged": True}
+    short = max(1, ios // SEARCH_DIVISOR)
+    first = run_once(None, short)
     per_io = {n: (c["reads"] * 64, c["writes"] * 64) for n, c in first.media.items()}
     f0 = 1e9 / first.ns_per_io
-    # [s, f(s) - s] with f(s) > s (no background: f(0) = f0), and with f(s) <= s
-    lo, hi, side = [0.0, f0], None, 0
-    last_hi = last_hi_bg = None
     # no more than the media take: others + 1 jobs at s fill a media's peak at s_cap, where
     # the job's own share is at most 1/(others + 1) of it, so the root lies below
     peaks = [values["media"][n][key] * 1e9 / b for n, (rd, wr) in per_io.items()
              for key, b in (("read_bw_gbps", rd), ("write_bw_gbps", wr)) if b]
-    s = min([f0] + [p / (others + 1) for p in peaks])
-    # and the others alone fill it at s_sat: a rate above is on the side of f(s) <= s
+    s0 = min([f0] + [p / (others + 1) for p in peaks])
+    found = _fixed_point(lambda bg: run_once(bg, short), values, per_io, others, f0, peaks, s0)
+    done = _fixed_point(lambda bg: run_once(bg, ios), values, per_io, others, f0, peaks,
+                        found[1])
+    r, _, bg, converged, n = done
+    return r, {"iterations": found[4] + n, "search_iterations": found[4], "background": bg,
+               "converged": converged}
+
+
+def _fixed_point(run, values, per_io, others, f0, peaks, s):
+    """s = f(s) from rate s: f decreasing, a secant kept inside the bracket of the rates
+    seen above and below their result (Illinois), until 0 <= s - f(s) <= TOLERANCE x s.
+    Returns (the FioResult there, s, its background, converged, runs); not converged, of
+    the last run that achieved at most the others' rate."""
+    # [s, f(s) - s] with f(s) > s (no background: f(0) = f0), and with f(s) <= s
+    lo, hi, side = [0.0, f0], None, 0
+    last_hi = None
+    # the others alone fill a media at s_sat: a rate above is on the side of f(s) <= s
     s_sat = min(peaks, default=f0) / others
     for it in range(1, MAX_ITERATIONS + 1):
         bg = _background(values, per_io, others, s)
-        r = run_once(bg)
+        r = run(bg)
         fs = 1e9 / r.ns_per_io
         # done on the side where the others run at least at the job's rate: the job and
         # they then move no more than the media take (fs + others x s), so N x fs neither
         if 0 <= s - fs <= TOLERANCE * s:
-            return r, {"iterations": it, "background": bg, "converged": True}
+            return r, s, bg, True, it
         # Illinois: an end kept twice in a row has its value halved, so the secant moves it
         if fs > s:
             lo = [s, fs - s]
@@ -165,7 +180,7 @@ def loaded_run(run_once, values, jobs, per_socket=None):
                 hi[1] /= 2
             side = 1
         else:
-            hi, last_hi, last_hi_bg = [s, fs - s], r, bg
+            hi, last_hi = [s, fs - s], (r, s, bg)
             if side < 0 and lo:
                 lo[1] /= 2
             side = -1
@@ -173,10 +188,8 @@ def loaded_run(run_once, values, jobs, per_socket=None):
             s = min(fs, s_sat)
         else:   # the secant through the bracket's ends, its root inside it
             s = lo[0] - lo[1] * (hi[0] - lo[0]) / (hi[1] - lo[1])
-    if last_hi is None:
-        last_hi, last_hi_bg = r, bg
-    return last_hi, {"iterations": MAX_ITERATIONS, "background": last_hi_bg,
-                     "converged": False}
+    r, s, bg = last_hi or (r, s, bg)
+    return r, s, bg, False, MAX_ITERATIONS
 
 
 @dataclass

@@ -93,17 +93,17 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
     ramp = max(1, ios // 10)
     names = {}
 
-    def run_once(background):
+    def run_once(background, n):
         m, f, buf, ranges, data_start, names["pmem"] = _rig(
             profile, shared, VARIANTS[variant], -(-file_size // 4096) * 4096, bs, background)
 
         def io(p, k):
             return ksys_pread64(p, f, buf, bs, (k % blocks) * bs, ranges)[0]
 
-        return run_jobs(m, io, ios, jobs, "read", ramp_ios=ramp)
+        return run_jobs(m, io, n, jobs, "read", ramp_ios=ramp)
 
     # the others on the job's socket load its media; the other sockets' jobs their own
-    r, loaded = loaded_run(run_once, load_profile(profile, shared or None).values, jobs,
+    r, loaded = loaded_run(run_once, load_profile(profile, shared or None).values, jobs, ios,
                            per_socket)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "gbytes_per_s": r.iops * bs / 1e9, "functions_cycles_per_io": r.sites,

@@ -103,7 +103,7 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
     ramp = ios // 10
     names = {}
 
-    def run_once(background):
+    def run_once(background, n):
         m, f, user, names["pmem"] = build(profile, overrides, variant,
                                           -(-file_size // 4096) * 4096, background)
         m.write(user["base"], data)
@@ -112,14 +112,14 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
         def io(p, k):
             return ksys_pwrite64(p, f, buf, bs, (k % blocks) * bs, ranges)
 
-        r = run_jobs(m, io, ios, jobs, "write", ramp_ios=ramp)
-        last = f.dax.pmem.virt_addr + f.dax.pmem.data_offset + ((ramp + ios - 1) % blocks) * bs
+        r = run_jobs(m, io, n, jobs, "write", ramp_ios=ramp)
+        last = f.dax.pmem.virt_addr + f.dax.pmem.data_offset + ((ramp + n - 1) % blocks) * bs
         if m.read(last, bs) != data.tobytes():
             raise AssertionError("functional check failed: the last write's bytes differ from "
                                  "the buffer")
         return r
 
-    r, loaded = loaded_run(run_once, load_profile(profile, overrides or None).values, jobs)
+    r, loaded = loaded_run(run_once, load_profile(profile, overrides or None).values, jobs, ios)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "functions_cycles_per_io": r.sites,
             "pmem_reads_per_io": r.media[names["pmem"]]["reads"],
