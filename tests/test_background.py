@@ -224,3 +224,14 @@ def test_reads_and_writes_sharing_optane_s_media_stay_a_stable_queue():
     one, two = chain(150), chain(300)
     assert 1.6 * one <= two <= 2.4 * one
     assert two < 300 * 2 * 671   # under twice an idle read each
+
+
+def test_the_predicted_loaded_latency_starts_idle_and_grows_with_the_load():
+    # docs/validation.md "Loaded latency": with no background a random Optane read is the
+    # profile's idle 305 ns (671 cycles at 2.2 GHz, within the chase's cycle rounding); a
+    # queue's wait cannot shrink as its load grows
+    from emu.studies.validate.loaded import FRACTIONS, loaded_ns
+    for kind in ("read", "write"):
+        ns = [loaded_ns("optane", kind, f) for f in FRACTIONS]
+        assert ns[0] == pytest.approx(671 / 2.2, abs=0.5)
+        assert all(a <= b for a, b in zip(ns, ns[1:])) and ns[-1] > ns[0]
