@@ -99,6 +99,7 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
             hd.sfence(S)
         elif op == Op.LFENCE:
             hd.lfence(S)
+            hd.refill(S, ops, i, n)
         elif op == Op.MFENCE:
             hd.mfence(S)
         elif op == Op.STAC or op == Op.CLAC:
@@ -108,6 +109,8 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
                     pl.drain_window(S, SCTR.SMAP)
                 pl.stall_until(S, S[SC.NOW] + (S[TP.STAC] if op == Op.STAC else S[TP.CLAC]),
                                SCTR.SMAP)
+                if S[TP.STAC_SERIAL]:
+                    hd.refill(S, ops, i, n)
         elif op == Op.REP_MOVSB or op == Op.NT_COPY or op == Op.CAREFUL_COPY:
             if flags & FLAG_DEPENDENT:   # its addresses came from the previous load's data
                 pl.stall_until(S, S[SC.DEP_READY], SCTR.DEPENDENCY)

@@ -229,6 +229,20 @@ def lfence(S):
 
 
 @compiled
+def refill(S, ops, i, n):
+    """After op i drained the window and blocked issue past itself (LFENCE; a serializing
+    STAC/CLAC), the next op executes a pipeline later (TP.LFENCE_REFILL), unless it is
+    itself such a fence, whose own measured cost holds that ([ILX] back-to-back LFENCE
+    4.25 c). SITE markers are not instructions."""
+    j = i + 1
+    while j < n and ops[j, COL_OP] == Op.SITE:
+        j += 1
+    if j < n and ops[j, COL_OP] != Op.LFENCE and not (S[TP.STAC_SERIAL] and (
+            ops[j, COL_OP] == Op.STAC or ops[j, COL_OP] == Op.CLAC)):
+        pl.stall_until(S, S[SC.NOW] + S[TP.LFENCE_REFILL], SCTR.FENCE)
+
+
+@compiled
 def mfence(S):
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     sfence(S)

@@ -12,7 +12,7 @@ EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
 _TP = ("UPC RETIRE ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
-       "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL RFO_AHEAD")
+       "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL RFO_AHEAD LFENCE_REFILL")
 # sc: the pipeline's scalars (issue cycle, ring heads and counts, the current site and the
 # memory side's event totals at its start, ...)
 _SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT ROB_SLOTS "
@@ -81,7 +81,7 @@ def init_sections(S, values, smap):
         TP.FAULT_FIXUP: instr["fault_fixup_cycles"], TP.MCE: instr["machine_check_cycles"],
         TP.BRANCH_RESOLVE: instr["branch_resolve_cycles"],
         TP.LOCK_RMW: instr["lock_rmw_cycles"], TP.STAC_SERIAL: instr["stac_clac_serialize"],
-        TP.RFO_AHEAD: core["rfo_ahead_stores"],
+        TP.RFO_AHEAD: core["rfo_ahead_stores"], TP.LFENCE_REFILL: instr["lfence_refill_cycles"],
     }
     for k, v in tp.items():
         S[k] = v

@@ -83,6 +83,9 @@ _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_
 _L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
 _INSTR = {
     "lfence_cycles": (_INT, True, *_CYCLES),
+    # from a draining LFENCE's end to a younger op's execution: the younger uops issue only
+    # once it has retired, then go through allocation and the scheduler
+    "lfence_refill_cycles": (_INT, True, *_CYCLES),
     "sfence_cycles": (_INT, True, *_CYCLES),
     "mfence_cycles": (_INT, True, *_CYCLES),
     "clflush_cycles": (_INT, True, *_CYCLES),

@@ -147,3 +147,18 @@ def test_behind_a_miss_the_window_frees_at_the_retire_width():
     t4, rob = run(4)
     t2, _ = run(2)
     assert t2 - t4 >= rob // 4 - 2
+
+
+def test_the_op_after_a_draining_lfence_executes_a_refill_later():
+    # [SO-LFENCE]: the uops past an LFENCE issue once it retires, so a younger load starts
+    # instr.lfence_refill_cycles after the LFENCE's own lfence_cycles; back to back, the next
+    # LFENCE's issue is in its own measured cost ([ILX] 4.25 c): no refill between them
+    from emu.studies.validate.benchmarks import fence_cycles, lfence_extra_cycles
+    from isa.ops import Op
+    m = Machine("skylake-ddr4")
+    lfence = m.profile.get("instr.lfence_cycles")
+    refill = m.profile.get("instr.lfence_refill_cycles")
+    assert refill > 0
+    assert fence_cycles(Machine("skylake-ddr4"), Op.LFENCE) == pytest.approx(lfence, abs=0.01)
+    # a chain of L1D hits, an LFENCE after each: each costs the fence and the refill more
+    assert lfence_extra_cycles(m) == pytest.approx(lfence + refill, abs=0.01)

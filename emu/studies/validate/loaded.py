@@ -3,7 +3,7 @@ one core's random read latency on a media while other cores' reads or writes loa
 (Machine(background=...)), as MLC's loaded-latency test runs it (prefetchers off, latency
 of dependent random reads while load threads move data). No row: the measurements found
 (MLC's loaded-latency outputs, OptaneStudy graphs/06) are kept back to judge the model by
-(reference/measurements-3.md)."""
+(docs/validation.md "Loaded latency")."""
 from emu import Machine
 from emu.studies.validate.benchmarks import chase_ns
 from emu.studies.validate.rows import PREFETCHERS_OFF

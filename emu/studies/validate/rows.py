@@ -304,7 +304,7 @@ ROWS = [
                calibrates=(None, "numa.remote_latency_ns", "cache.llc.peer_hitm_ns")),
     Row(SKX, "lfence-dependent-chain", 9.3, "cycles",
         _src("[SO-LFENCE]", "§4, §7.2: extra cycles per LFENCE", "Skylake: the closest profile"),
-        lfence_extra_cycles),
+        lfence_extra_cycles, calibrates="instr.lfence_refill_cycles"),
     # the flushes of the profile's own 2-socket part (the 8160), the rest the i9-7900X's
     *_instruction_rows(SKX, "[ILX SkylakeX]", SKX7900, lfence=4.25, sfence=6.0, mfence=33.5,
                        clflush=117, clflushopt=66, clwb=1.25, movsb=56.7, locked=18.1,
@@ -394,9 +394,6 @@ REASONS = {
     "rep-startup": "each rep movsb pays the 40-cycle start-up of [INTEL-OPT] (Nehalem-era; none "
                    "measured for these cores, §13): 8 KiB copies run at 8192 / (8192 / B + 40) "
                    "bytes a cycle for the profile's B",
-    "lfence-refill": "an LFENCE waits for every older op, then costs its 4-cycle throughput; the "
-                     "~5 more cycles a dependency chain loses behind it on Skylake (the "
-                     "front end's refill) are not modelled",
     "bdw-llc-other-machine": "the profile's LLC latency is the E5-2699 v4 server's (38-51 "
                              "cycles, [AT11544]); this row measures the i7-6850K desktop part",
     "bdw-dram-other-machine": "the profile's DRAM latency is the E5-2699 v4 server's (95 ns, "
@@ -450,7 +447,6 @@ KNOWN_GAPS = {
     (CLX, "persist-clwb-4096B"): (1.35, 1.66, REASONS["clwb-rfo-media"]),
     (CLX, "rep-movsb-l1"): (0.69, 0.86, REASONS["rep-startup"]),
     (CLX, "likwid-copy-bw"): (0.71, 0.88, REASONS["one-stream-read-bw"]),
-    (SKX, "lfence-dependent-chain"): (0.38, 0.48, REASONS["lfence-refill"]),
     (SKX, "clflush-throughput"): (1.81, 2.22, REASONS["skx-2socket-flush"]),
     (SKX, "clflushopt-throughput"): (2.15, 2.64, REASONS["skx-2socket-flush"]),
     (SKX, "rep-movsb-l1"): (0.7, 0.87, REASONS["rep-startup"]),
