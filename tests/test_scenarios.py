@@ -155,3 +155,25 @@ def test_function_tables_have_no_unexplained_none_row(capsys, argv, key, loop):
     assert "(none)" not in capsys.readouterr().out
     if argv[0] == "dax-read-copy-mc":   # the generic copy's stores drain after the last I/O
         assert res["variants"]["generic"][key][loop] > 0
+
+
+def test_readings_run_each_setting_and_bracket_the_metric():
+    # a study's READINGS run beside the profile's own settings; a str value takes another
+    # profile key's value (skylake-ddr4: pushf_popf_cycles 24, stac_cycles 3)
+    import argparse
+    import types
+
+    from emu.studies.scenarios import readings
+
+    def run(args):
+        over = dict(args.overrides)
+        return {"variants": {"a": {"m": over.get("instr.stac_cycles", 3) * 10},
+                             "b": {"m": 7 - over.get("instr.stac_clac_serialize", 0)}}}
+    mod = types.SimpleNamespace(METRIC="m", run=run, READINGS={
+        "flag write": ("as PUSHF+POPF", {"instr.stac_cycles": "instr.pushf_popf_cycles"}),
+        "serializing": ("as LFENCE", {"instr.stac_clac_serialize": 1})})
+    args = argparse.Namespace(profile="skylake-ddr4", overrides=[])
+    out = readings(mod, args, run(args))
+    assert out["readings"]["flag write"]["overrides"] == {"instr.stac_cycles": 24}
+    assert out["readings"]["flag write"]["m"] == {"a": 240, "b": 7}
+    assert out["bracket"] == {"a": [30, 240], "b": [6, 7]}

@@ -33,6 +33,8 @@ from emu.studies.scenarios import (
     assumed_or_transferred,
     assumed_or_transferred_table,
     metric_values,
+    readings,
+    readings_table,
     registry,
     sensitivity,
     sensitivity_table,
@@ -128,6 +130,10 @@ def _configure_run(parser):
                        help="also run with this profile value halved and doubled (repeatable); "
                             "'assumptions' = every value the study depends on that the profile "
                             "gives without a source or transferred from another machine")
+        if getattr(mod, "READINGS", None):
+            p.add_argument("--no-readings", action="store_true",
+                           help="skip the runs under the other readings of the values no "
+                                "source settles (" + ", ".join(mod.READINGS) + ")")
         mod.configure(p)
 
 
@@ -149,6 +155,10 @@ def _cmd_run(args):
         result["sensitivity"] = sens
     else:
         result = mod.run(args)
+    extra = ""
+    if getattr(mod, "READINGS", None) and not args.no_readings:
+        result.update(readings(mod, args, result))
+        extra = readings_table(mod, result)
     prof = load_profile(args.profile, dict(args.overrides) or None)
     result["overrides"] = dict(args.overrides)
     result["profile_files"] = list(prof.files)       # the resolved configuration
@@ -157,7 +167,7 @@ def _cmd_run(args):
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     return (mod.table(result) + assumed_or_transferred_table(result["assumed_or_transferred"])
-            + (sensitivity_table(mod, result["sensitivity"]) if keys else ""))
+            + (sensitivity_table(mod, result["sensitivity"]) if keys else "") + extra)
 
 
 # ---------------------------------------------------------------------------- compare

@@ -2,7 +2,8 @@
 DEFAULT_PROFILE, METRIC (its main metric), SENSITIVE (profile keys its result depends on),
 `configure(parser)` for its options, `run(args) -> result dict` in the interface format
 {"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC: value}}, ...} and
-`table(result) -> str`; its docstring is what `emu run NAME --help` prints.
+`table(result) -> str`; its docstring is what `emu run NAME --help` prints. Optional:
+READINGS, the other settings of values no source settles, run beside (`readings()`).
 
 Scenarios are found, not listed: every module of this package that defines NAME is one
 (common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
@@ -123,4 +124,38 @@ def sensitivity_table(mod, sens):
         for v in row["x1"]:
             lines.append(f"    {v:<22}{row['x0.5'][v]:>12.4g}{row['x1'][v]:>12.4g}"
                          f"{row['x2'][v]:>12.4g}")
+    return "\n".join(lines) + "\n"
+
+
+def readings(mod, args, plain):
+    """A study's READINGS (optional: {name: (why, {profile key: value})}, the settings of
+    values no source settles that its result may turn on; a str value names another
+    profile key whose value it takes) run beside the profile's own: {"readings": {name:
+    {"why", "overrides", METRIC values}}, "bracket": {label: [low, high]}} over the
+    profile's value and every reading (docs/design.md: an assumption's plausible range)."""
+    base = load_profile(args.profile, dict(args.overrides) or None)
+    own = metric_values(mod, plain)
+    lows, highs, out = dict(own), dict(own), {}
+    for name, (why, settings) in mod.READINGS.items():
+        over = {k: base.get(v) if isinstance(v, str) else v for k, v in settings.items()}
+        a = argparse.Namespace(**vars(args))
+        a.overrides = list(args.overrides) + list(over.items())
+        values = metric_values(mod, mod.run(a))
+        for k, x in values.items():
+            lows[k], highs[k] = min(lows[k], x), max(highs[k], x)
+        out[name] = {"why": why, "overrides": over, mod.METRIC: values}
+    return {"readings": out, "bracket": {k: [lows[k], highs[k]] for k in own}}
+
+
+def readings_table(mod, result):
+    """The text under a study's table: its metric under each reading (readings())."""
+    lines = [f"\n{mod.METRIC} under the other readings of values no source settles "
+             f"(the profile's own first):"]
+    labels = list(result["bracket"])
+    for name, r in result["readings"].items():
+        setting = ", ".join(f"{k}={v}" for k, v in r["overrides"].items())
+        lines.append(f"  {name}: {setting} ({r['why']})")
+        lines += [f"    {k:<28}{r[mod.METRIC][k]:>12.4g}" for k in labels]
+    lines.append("  bracket (lowest .. highest over the profile's value and the readings):")
+    lines += [f"    {k:<28}{lo:>12.4g} .. {hi:.4g}" for k, (lo, hi) in result["bracket"].items()]
     return "\n".join(lines) + "\n"
