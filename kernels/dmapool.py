@@ -22,11 +22,21 @@ Model departures and assumptions:
   objects, the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
   kernel addresses (the test's device has no IOMMU: direct mapping).
 - No DMAPOOL_DEBUG (poisoning, double-free scans) and no init_on_alloc: a production config.
-- `spin_lock_irqsave` is the pushf/popf round trip of local_irq_save/restore (profile
-  [instr] pushf_popf_cycles, a WORK chain) and a LOCK_RMW of the lock word (qspinlock's
-  cmpxchg fast path); unlock a plain store. The rest of the non-memory work of each alloc or
-  free call (call and return, cli, the test loop) is a declared cost, profile [software]
-  dma_pool_call_ns, the same in every variant.
+- The lock as v6.4 x86-64 runs it (include/linux/spinlock_api_smp.h, torvalds store id
+  1414151981; arch/x86/include/asm/irqflags.h, 2533546825, the form since ab234a260b1f;
+  paravirt.h PVOP_ALT form, 47938027, patched native on bare metal; qspinlock.h, 965426939;
+  as read in /work/reports/kernel-check-A.md §1.5): `spin_lock_irqsave` is local_irq_save's
+  PUSHF; POP and CLI (profile [instr] pushf_pop_cycles + cli_cycles, one WORK chain), then
+  the qspinlock fast path's LOCK CMPXCHG of the 4-byte lock word (a LOCK_RMW);
+  `spin_unlock_irqrestore` is the release store of the lock byte (`movb $0`, 1 byte), then
+  local_irq_restore: interrupts were on in the saved flags, so STI (sti_cycles, WORK).
+  There is no POPF. Assumed config (the test robot's is not known): x86 selects no
+  ARCH_INLINE_SPIN_*, so the lock and unlock are out-of-line calls; CONFIG_PREEMPT_COUNT=y
+  (PREEMPT_DYNAMIC, the x86 default in distribution configs since v5.12, recalled), so
+  preempt_disable/enable add and decrement the per-CPU preempt count (an L1-hot per-CPU
+  line). Those calls, the preempt-count RMWs, the `test $IF` before STI and the rest of the
+  non-memory work of each alloc or free call (argument checks, the test loop) are the
+  declared cost [software] dma_pool_call_ns, the same in every variant.
 - The maple tree is densely packed (16 slots in every node but the last of a level; block
   ranges and the gaps between them are entries) and is built in the first round with two
   stores per entry, not by mas_store's walk and node splits. A lookup scans pivots up to the
@@ -133,8 +143,8 @@ class _Rows:
     def load(self, event, step, addr, dependent=False):
         self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0)
 
-    def store(self, event, step, addr, value):
-        self.add(event, step, Op.STORE, addr, imm=value)
+    def store(self, event, step, addr, value, size=8):
+        self.add(event, step, Op.STORE, addr, imm=value, size=size)
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
@@ -180,16 +190,18 @@ class OpMemory:
 @dataclass
 class Costs:
     """Cycles of what is not a memory op: the declared non-memory work of one alloc or free
-    call, a 64-bit DIV, and the pushf/popf of irqsave/irqrestore."""
+    call, a 64-bit DIV, local_irq_save's PUSHF; POP and CLI, local_irq_restore's STI."""
     call: int
     div: int
-    flags: int
+    irq_save: int
+    irq_restore: int
 
     @classmethod
     def of(cls, profile_values):
         v = profile_values
+        i = v["instr"]
         return cls(round(v["software"]["dma_pool_call_ns"] * v["core"]["freq_ghz"]),
-                   v["instr"]["div64_cycles"], v["instr"]["pushf_popf_cycles"])
+                   i["div64_cycles"], i["pushf_pop_cycles"] + i["cli_cycles"], i["sti_cycles"])
 
 
 class DmaPool:
@@ -261,11 +273,18 @@ class DmaPool:
 
 
 def _lock(r, ev, step, pool, costs):
-    """spin_lock_irqsave: local_irq_save's pushf (its popf in the unlock: the pair is one
-    measured round trip, a WORK chain) and the qspinlock fast path's LOCK CMPXCHG of the
-    lock word. Returns the next step."""
-    r.add(ev, step, Op.WORK, imm=costs.flags)
+    """spin_lock_irqsave: local_irq_save (PUSHF; POP, CLI) and the qspinlock fast path's
+    LOCK CMPXCHG of the 4-byte lock word. Returns the next step."""
+    r.add(ev, step, Op.WORK, imm=costs.irq_save)
     r.add(ev, step + 1, Op.LOCK_RMW, pool.pool + POOL_LOCK, imm=1, size=4)
+    return step + 2
+
+
+def _unlock(r, ev, step, pool, costs):
+    """spin_unlock_irqrestore: the release store of the lock byte, then STI (interrupts were
+    on when the lock was taken). Returns the next step."""
+    r.store(ev, step, pool.pool + POOL_LOCK, 0, size=1)
+    r.add(ev, step + 1, Op.WORK, imm=costs.irq_restore)
     return step + 2
 
 
@@ -403,8 +422,8 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     _lock(r, ev, 2, pool, costs)
     if new_pages:             # the list is empty: unlock, get a page, relock
         r.load(init_ev, 8, pool.pool + POOL_NEXT_BLOCK)
-        r.store(init_ev, 9, pool.pool + POOL_LOCK, 0)
-        t = _lock(r, init_ev, 10, pool, costs)
+        t = _unlock(r, init_ev, 9, pool, costs)
+        t = _lock(r, init_ev, t, pool, costs)
         t = _pool_initialise_pages(r, init_ev, t, pool, init_page)
         if pool.variant == "maple":
             _maple_insert_pages(r, init_ev, t, pool, init_page)
@@ -419,13 +438,13 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     r.store(ev, t + 2, pool.pool + POOL_NEXT_BLOCK, nxt)
     r.load(ev, t + 3, pool.pool + POOL_NR_ACTIVE)
     r.store(ev, t + 4, pool.pool + POOL_NR_ACTIVE, ev + 1)
-    r.store(ev, t + 5, pool.pool + POOL_LOCK, 0)
-    r.load(ev, t + 6, blk + BLK_DMA)
+    _unlock(r, ev, t + 5, pool, costs)
+    r.load(ev, t + 7, blk + BLK_DMA)
     if pool.variant != "orig":
-        r.load(ev, t + 7, blk + BLK_VADDR)
-    r.site(ev, t + 8, "dmapool_test_alloc")
-    r.store(ev, t + 9, pairs + PAIR_V, pool.vaddr(got))
-    r.store(ev, t + 10, pairs + PAIR_DMA, pool.vaddr(got))
+        r.load(ev, t + 8, blk + BLK_VADDR)
+    r.site(ev, t + 9, "dmapool_test_alloc")
+    r.store(ev, t + 10, pairs + PAIR_V, pool.vaddr(got))
+    r.store(ev, t + 11, pairs + PAIR_DMA, pool.vaddr(got))
     # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order, each
     # pushed on the list: the head before a free is the block freed before it
     heads_before = np.append(pool.head(), blk[:-1])
@@ -449,7 +468,7 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     r.store(fev, t + 2, pool.pool + POOL_NEXT_BLOCK, blk)
     r.load(fev, t + 3, pool.pool + POOL_NR_ACTIVE)
     r.store(fev, t + 4, pool.pool + POOL_NR_ACTIVE, blocks - 1 - ev)
-    r.store(fev, t + 5, pool.pool + POOL_LOCK, 0)
+    _unlock(r, fev, t + 5, pool, costs)
     return r.program(memory)
 
 

@@ -15,7 +15,7 @@ from isa.ops import COL_IMM, COL_OP, Op
 from kernels import dmapool as dp
 from memmodel.profile import load_profile
 
-COSTS = dp.Costs(call=25, div=36, flags=24)
+COSTS = dp.Costs(call=25, div=36, irq_save=10, irq_restore=8)
 
 
 def site_loads(program, site):
