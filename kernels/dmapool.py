@@ -15,13 +15,25 @@ page list); `dmapool_test_alloc` emits one round of the test (allocate `blocks` 
 them in the same order) as one op array built with numpy, with the values the kernel stores,
 so that emulated memory holds the real free-list links.
 
+Sources read (as /work/reports/kernel-check-A.md §1 gives them, store ids for read_file):
+mm/dmapool.c in its v6.4-v6.7 form (40089932341: struct dma_pool's layout) and a later
+revision with the same hot path (48991723: dma_pool_alloc, dma_pool_free, pool_block_pop,
+pool_block_push, pool_initialise_page); mm/dmapool_test.c (torvalds/linux, 712682778): the
+test loop reloads the static `pool` pointer for every call, and `*handle` (p[i].dma) is
+stored inside dma_pool_alloc before the caller stores p[i].v; lib/maple_tree.c in its
+v6.6/6.7 form (40214964773) for mtree_load. The RFC's code was not read (its mails are kept
+back): what its variants do beyond the thread's description is assumed and said so below.
+
 Model departures and assumptions:
 - Page allocation (`dma_alloc_coherent`, which zeroes the page, and the kmallocs of `struct
   dma_page` and of the RFC's block arrays) happens in the first round only and is not
-  modelled; pages are contiguous in DRAM, `struct dma_page`s are consecutive 64-byte kmalloc
-  objects, the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
+  modelled, but for pool_alloc_page's stores of page->vaddr and page->dma (and the RFC's
+  page->blocks) outside the lock; pages are contiguous in DRAM, `struct dma_page`s
+  consecutive kmalloc objects (32 bytes in v6.4, kmalloc-32; 64 for the RFC's, one pointer
+  more assumed), the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
   kernel addresses (the test's device has no IOMMU: direct mapping).
-- No DMAPOOL_DEBUG (poisoning, double-free scans) and no init_on_alloc: a production config.
+- No DMAPOOL_DEBUG (poisoning, double-free scans), no init_on_alloc and no init_on_free (each
+  would add a memset of the block per call): a production config.
 - The lock as v6.4 x86-64 runs it (include/linux/spinlock_api_smp.h, torvalds store id
   1414151981; arch/x86/include/asm/irqflags.h, 2533546825, the form since ab234a260b1f;
   paravirt.h PVOP_ALT form, 47938027, patched native on bare metal; qspinlock.h, 965426939;
@@ -62,13 +74,17 @@ PARMS = ((16, 16, 0), (64, 64, 0), (256, 256, 0), (1024, 1024, 0), (4096, 4096, 
 NR_TESTS = 100
 PAGE_SIZE = 4096
 
-# struct dma_pool (v6.4+: page_list, lock, next_block, nr_blocks, nr_active, nr_pages, dev,
-# size, allocation, boundary, ...; the maple variant adds a struct maple_tree)
-POOL_PAGE_LIST, POOL_LOCK, POOL_NEXT_BLOCK, POOL_NR_ACTIVE = 0, 16, 24, 40
-POOL_SIZE, POOL_ALLOCATION, POOL_MT_ROOT = 64, 72, 112
-# struct dma_page (kmalloc-64): page_list, vaddr, dma, and (RFC) blocks
+# struct dma_pool, v6.4 (store id 40089932341): page_list 0, lock 16, next_block 24,
+# nr_blocks 32, nr_active 40, nr_pages 48, dev 56, unsigned int size 64, allocation 68,
+# boundary 72, name[32] 76, pools 112: 128 bytes. The maple variant's struct maple_tree
+# (ma_lock, ma_flags, ma_root) is assumed appended at 128 (the RFC's layout is not read)
+POOL_PAGE_LIST, POOL_LOCK, POOL_NEXT_BLOCK = 0, 16, 24
+POOL_NR_BLOCKS, POOL_NR_ACTIVE, POOL_NR_PAGES = 32, 40, 48
+POOL_SIZE, POOL_ALLOCATION, POOL_MT_ROOT = 64, 68, 128 + 8
+# struct dma_page: page_list, vaddr, dma (v6.4: 32 bytes, kmalloc-32), and the RFC's blocks
+# pointer (40 bytes, kmalloc-64: the RFC's struct is not read, one pointer more assumed)
 PAGE_LIST, PAGE_PREV, PAGE_VADDR, PAGE_DMA, PAGE_BLOCKS = 0, 8, 16, 24, 32
-DMA_PAGE_BYTES = 64
+DMA_PAGE_BYTES = {"orig": 32, "list": 64, "maple": 64}
 # struct dma_block
 BLK_NEXT, BLK_DMA, BLK_VADDR = 0, 8, 16
 META_BLOCK_BYTES = 24           # the RFC's dma_block, kept outside DMA memory
@@ -78,9 +94,10 @@ PAIR_DMA, PAIR_V, PAIR_BYTES = 0, 8, 16
 MAPLE_NODE_BYTES, MAPLE_SLOTS, MAPLE_PIVOTS = 256, 16, 15
 MN_PIVOT, MN_SLOT = 8, 128
 
-# where the structures live, as offsets from the kernel base the caller gives
-AT_POOL, AT_PAIRS, AT_PAGES, AT_META, AT_MAPLE, AT_DMA = (
-    0x1000, 0x10000, 0x100000, 0x200000, 0x1000000, 0x4000000)
+# where the structures live, as offsets from the kernel base the caller gives (AT_POOL_VAR:
+# dmapool_test.c's static `pool` pointer)
+AT_POOL_VAR, AT_POOL, AT_PAIRS, AT_PAGES, AT_META, AT_MAPLE, AT_DMA = (
+    0x800, 0x1000, 0x10000, 0x100000, 0x200000, 0x1000000, 0x4000000)
 SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
 
 SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
@@ -140,8 +157,8 @@ class _Rows:
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
 
-    def load(self, event, step, addr, dependent=False):
-        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0)
+    def load(self, event, step, addr, dependent=False, size=8):
+        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size)
 
     def store(self, event, step, addr, value, size=8):
         self.add(event, step, Op.STORE, addr, imm=value, size=size)
@@ -234,7 +251,8 @@ class DmaPool:
                 + (b % self.bpp) * META_BLOCK_BYTES)
 
     def page(self, j):
-        return self.base + AT_PAGES + np.asarray(j, dtype=np.int64) * DMA_PAGE_BYTES
+        return (self.base + AT_PAGES
+                + np.asarray(j, dtype=np.int64) * DMA_PAGE_BYTES[self.variant])
 
     def head(self):
         """pool->next_block's value."""
@@ -288,41 +306,69 @@ def _unlock(r, ev, step, pool, costs):
     return step + 2
 
 
+def _pool_alloc_page(r, ev, step, pool, j):
+    """pool_alloc_page's stores into each new struct dma_page j[i], outside the lock: the
+    chunk's addresses from dma_alloc_coherent (and the RFC's block array). Returns the next
+    step."""
+    page, vaddr = pool.page(j), pool.vaddr(j * pool.bpp)
+    r.store(ev, step, page + PAGE_VADDR, vaddr)
+    r.store(ev, step + 1, page + PAGE_DMA, vaddr)
+    if pool.variant == "orig":
+        return step + 2
+    r.store(ev, step + 2, page + PAGE_BLOCKS, pool.block(j * pool.bpp))
+    return step + 3
+
+
 def _pool_initialise_pages(r, ev, step, pool, j):
-    """For each event ev[i], page j[i] (arrays, pages ascending): link the page's blocks (in
-    address order) into the free list, empty when a page is added, and put the page at the
-    head of the page list. Returns the next step."""
+    """pool_initialise_page for each event ev[i], page j[i] (arrays, pages ascending): per
+    block (in address order) the loop's reloads of pool->size and pool->allocation, the stores
+    `block->dma`, `block->next_block = NULL` and `last->next_block = block`, and
+    `pool->nr_blocks++`; then `last->next_block = pool->next_block` (the list is empty when a
+    page is added), `pool->next_block = first`, list_add at the head of the page list and
+    `pool->nr_pages++`. The reloads and the RMW in the loop: the kernel is built with
+    -fno-strict-aliasing, so the stores through `block` may alias the pool's fields (reasoned,
+    not seen in a disassembly). The RFC's loop is assumed the same over its block array, with
+    `block->vaddr` stored too. Returns the next step."""
     ids = j[:, None] * pool.bpp + np.arange(pool.bpp, dtype=np.int64)   # (pages, bpp)
-    blk, vaddr = pool.block(ids), pool.vaddr(ids)
-    nxt = np.append(blk[:, 1:], np.zeros((len(j), 1), dtype=np.int64), axis=1)
-    r.site(ev, step, "pool_initialise_page")
+    blk, vaddr = pool.block(ids).reshape(-1), pool.vaddr(ids).reshape(-1)
     page = pool.page(j)
-    r.store(ev, step + 1, page + PAGE_VADDR, vaddr[:, 0])
-    r.store(ev, step + 2, page + PAGE_DMA, vaddr[:, 0])
+    r.site(ev, step, "pool_initialise_page")
+    r.load(ev, step + 1, page + PAGE_VADDR)
+    r.load(ev, step + 2, page + PAGE_DMA)
     s = step + 3
     if pool.variant != "orig":
-        r.store(ev, s, page + PAGE_BLOCKS, blk[:, 0])
+        r.load(ev, s, page + PAGE_BLOCKS)
         s += 1
     ev_k = np.repeat(ev, pool.bpp)
-    k3 = s + 3 * np.tile(np.arange(pool.bpp, dtype=np.int64), len(j))
-    r.add(ev_k, k3, Op.STORE, blk.reshape(-1) + BLK_DMA, imm=vaddr.reshape(-1))
-    r.add(ev_k, k3 + 1, Op.STORE, blk.reshape(-1) + BLK_NEXT, imm=nxt.reshape(-1))
+    k = np.tile(np.arange(pool.bpp, dtype=np.int64), len(j))
+    at = s + 8 * k
+    r.load(ev_k, at, pool.pool + POOL_SIZE, size=4)
+    r.load(ev_k, at + 1, pool.pool + POOL_ALLOCATION, size=4)
+    r.store(ev_k, at + 2, blk + BLK_DMA, vaddr)
+    r.store(ev_k, at + 3, blk + BLK_NEXT, 0)
     if pool.variant != "orig":
-        r.add(ev_k, k3 + 2, Op.STORE, blk.reshape(-1) + BLK_VADDR, imm=vaddr.reshape(-1))
-    s += 3 * pool.bpp
-    # last->next_block = pool->next_block; pool->next_block = first
+        r.store(ev_k, at + 4, blk + BLK_VADDR, vaddr)
+    linked = k > 0
+    r.store(ev_k[linked], at[linked] + 5, blk[np.nonzero(linked)[0] - 1] + BLK_NEXT,
+            blk[linked])
+    r.load(ev_k, at + 6, pool.pool + POOL_NR_BLOCKS)
+    r.store(ev_k, at + 7, pool.pool + POOL_NR_BLOCKS, ids.reshape(-1) + 1)
+    s += 8 * pool.bpp
     r.load(ev, s, pool.pool + POOL_NEXT_BLOCK)
-    r.store(ev, s + 1, pool.pool + POOL_NEXT_BLOCK, blk[:, 0])
-    s += 2
-    # list_add(&page->page_list, &pool->page_list)
+    r.store(ev, s + 1, blk[pool.bpp - 1::pool.bpp] + BLK_NEXT, 0)
+    r.store(ev, s + 2, pool.pool + POOL_NEXT_BLOCK, blk[::pool.bpp])
+    # list_add(&page->page_list, &pool->page_list): __list_add(new, head, head->next)
     prev = j > 0
-    old_first = np.where(prev, pool.page(j - 1), pool.pool)
-    r.store(ev, s, page + PAGE_LIST, old_first)
-    r.store(ev, s + 1, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
-    r.store(ev, s + 2, np.where(prev, old_first + PAGE_PREV, pool.pool + POOL_PAGE_LIST + 8),
+    old_first = np.where(prev, pool.page(j - 1), pool.pool + POOL_PAGE_LIST)
+    r.load(ev, s + 3, pool.pool + POOL_PAGE_LIST)
+    r.store(ev, s + 4, np.where(prev, old_first + PAGE_PREV, pool.pool + POOL_PAGE_LIST + 8),
             page)
-    r.store(ev, s + 3, pool.pool + POOL_PAGE_LIST, page)
-    return s + 4
+    r.store(ev, s + 5, page + PAGE_LIST, old_first)
+    r.store(ev, s + 6, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
+    r.store(ev, s + 7, pool.pool + POOL_PAGE_LIST, page)
+    r.load(ev, s + 8, pool.pool + POOL_NR_PAGES)
+    r.store(ev, s + 9, pool.pool + POOL_NR_PAGES, j + 1)
+    return s + 10
 
 
 def _maple_insert_pages(r, ev, step, pool, j):
@@ -372,8 +418,8 @@ def _pool_find_block(r, events, step, pool, b, costs):
     """RFC v2 pool_find_block: walk the page list from its head (the newest page) to the
     page holding vaddr, then index its block array by offset / size."""
     r.site(events, step, "pool_find_block")
-    r.load(events, step + 1, pool.pool + POOL_SIZE)
-    r.load(events, step + 2, pool.pool + POOL_ALLOCATION)
+    r.load(events, step + 1, pool.pool + POOL_SIZE, size=4)
+    r.load(events, step + 2, pool.pool + POOL_ALLOCATION, size=4)
     r.load(events, step + 3, pool.pool + POOL_PAGE_LIST)
     j = np.asarray(b, dtype=np.int64) // pool.bpp
     pos = pool.pages - 1 - j                       # the page's place in the list
@@ -417,16 +463,21 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
             pool.build_tree()
     # dma_pool_alloc: events 0 .. blocks - 1
     ev = np.arange(blocks, dtype=np.int64)
-    r.site(ev, 0, "dma_pool_alloc")
-    r.add(ev, 1, Op.WORK, imm=costs.call)
-    _lock(r, ev, 2, pool, costs)
+    pool_var = pool.base + AT_POOL_VAR
+    r.site(ev, 0, "dmapool_test_alloc")
+    r.load(ev, 1, pool_var)                       # the static `pool`, reloaded each call
+    r.site(ev, 2, "dma_pool_alloc")
+    r.add(ev, 3, Op.WORK, imm=costs.call)
+    _lock(r, ev, 4, pool, costs)
     if new_pages:             # the list is empty: unlock, get a page, relock
         r.load(init_ev, 8, pool.pool + POOL_NEXT_BLOCK)
         t = _unlock(r, init_ev, 9, pool, costs)
+        t = _pool_alloc_page(r, init_ev, t, pool, init_page)
         t = _lock(r, init_ev, t, pool, costs)
         t = _pool_initialise_pages(r, init_ev, t, pool, init_page)
         if pool.variant == "maple":
             _maple_insert_pages(r, init_ev, t, pool, init_page)
+        r.site(init_ev, (1 << 22) - 1, "dma_pool_alloc")    # back from the page set-up
     nxt = np.append(pool.block(got[1:]), 0)       # the list after each pop, in this round
     nxt[init_ev[init_ev > 0] - 1] = 0             # ... where a page ran out, it was empty
     if pool.free:
@@ -440,22 +491,23 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     r.store(ev, t + 4, pool.pool + POOL_NR_ACTIVE, ev + 1)
     _unlock(r, ev, t + 5, pool, costs)
     r.load(ev, t + 7, blk + BLK_DMA)
+    r.store(ev, t + 8, pairs + PAIR_DMA, pool.vaddr(got))      # *handle = block->dma
     if pool.variant != "orig":
-        r.load(ev, t + 8, blk + BLK_VADDR)
-    r.site(ev, t + 9, "dmapool_test_alloc")
-    r.store(ev, t + 10, pairs + PAIR_V, pool.vaddr(got))
-    r.store(ev, t + 11, pairs + PAIR_DMA, pool.vaddr(got))
+        r.load(ev, t + 9, blk + BLK_VADDR)
+    r.site(ev, t + 10, "dmapool_test_alloc")
+    r.store(ev, t + 11, pairs + PAIR_V, pool.vaddr(got))
     # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order, each
     # pushed on the list: the head before a free is the block freed before it
     heads_before = np.append(pool.head(), blk[:-1])
     pool.free.extend(got.tolist())
     fev = blocks + ev
     r.site(fev, 0, "dmapool_test_alloc")
-    r.load(fev, 1, pairs + PAIR_V)
-    r.load(fev, 2, pairs + PAIR_DMA)
-    r.site(fev, 3, "dma_pool_free")
-    r.add(fev, 4, Op.WORK, imm=costs.call)
-    t = _lock(r, fev, 5, pool, costs)
+    r.load(fev, 1, pool_var)
+    r.load(fev, 2, pairs + PAIR_V)
+    r.load(fev, 3, pairs + PAIR_DMA)
+    r.site(fev, 4, "dma_pool_free")
+    r.add(fev, 5, Op.WORK, imm=costs.call)
+    t = _lock(r, fev, 6, pool, costs)
     if pool.variant == "list":
         t = _pool_find_block(r, fev, t, pool, got, costs)
     elif pool.variant == "maple":
@@ -473,9 +525,11 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
 
 
 def dma_pool_create(program, pool):
-    """The fields the hot paths read, stored once (not timed by the test)."""
-    program.store(pool.pool + POOL_SIZE, value=pool.size)
-    program.store(pool.pool + POOL_ALLOCATION, value=pool.allocation)
+    """The fields the hot paths read, stored once (not timed by the test), and the test's
+    `pool` pointer."""
+    program.store(pool.base + AT_POOL_VAR, value=pool.pool)
+    program.store(pool.pool + POOL_SIZE, size=4, value=pool.size)
+    program.store(pool.pool + POOL_ALLOCATION, size=4, value=pool.allocation)
     if pool.variant == "maple":
         program.store(pool.pool + POOL_MT_ROOT, value=0)
     return program
