@@ -49,10 +49,23 @@ Model departures and assumptions:
   line). Those calls, the preempt-count RMWs, the `test $IF` before STI and the rest of the
   non-memory work of each alloc or free call (argument checks, the test loop) are the
   declared cost [software] dma_pool_call_ns, the same in every variant.
-- The maple tree is densely packed (16 slots in every node but the last of a level; block
-  ranges and the gaps between them are entries) and is built in the first round with two
-  stores per entry, not by mas_store's walk and node splits. A lookup scans pivots up to the
-  slot it takes (at most 15) and then loads the slot, at every level.
+- The maple tree's layout is an assumption, not the kernel's: densely packed (16 slots in
+  every node but the last of a level; block ranges and the gaps between them are entries),
+  built in the first round with two stores per entry. The kernel's store path (mas_store's
+  walk, mab_calc_split's split at half a node, mas_push_data's rebalancing into a sibling)
+  leaves partly filled nodes after ascending mtree_store_range calls; their occupancy was not
+  worked out here (it needs mas_push_data's split point, which was not read), so lookups may
+  cross more nodes and scan fewer pivots per node than here. Nodes are maple_range_64 /
+  maple_leaf_64 (16 slots, 15 pivots: a tree without MT_FLAGS_ALLOC_RANGE, assumed).
+- `mtree_load` as v6.4-v6.7 run it (lib/maple_tree.c, 40214964773): mas_start loads ma_root
+  and checks the root node for death (node->parent); per level mtree_lookup_walk's
+  ma_data_end loads pivot[14] (and, for a node not full, meta.end in the last slot's place),
+  ma_dead_node loads node->parent, the scan loads pivots until one is >= the index (at most
+  `end`), the slot is loaded and ma_dead_node loads node->parent again. Only each node's
+  first load waits for the pointer to it (FLAG_DEPENDENT: the previous load's data); the
+  second parent load is emitted before the slot load so that the next node's first load
+  waits for the slot. The scan's data-dependent exit branch is not emitted (the core has no
+  data-dependent branches yet): see `_mtree_load`.
 - Compares, branches and address arithmetic are not ops (they overlap the loads); the
   division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
   block's address.
@@ -90,9 +103,10 @@ BLK_NEXT, BLK_DMA, BLK_VADDR = 0, 8, 16
 META_BLOCK_BYTES = 24           # the RFC's dma_block, kept outside DMA memory
 # dmapool_test.c struct dma_pool_pair {dma, v}
 PAIR_DMA, PAIR_V, PAIR_BYTES = 0, 8, 16
-# maple_range_64 node: parent, pivot[15], slot[16]
+# maple_range_64 node: parent, pivot[15], slot[16]; a node not full keeps its metadata
+# (meta.end, the data end) where slot[15] would be
 MAPLE_NODE_BYTES, MAPLE_SLOTS, MAPLE_PIVOTS = 256, 16, 15
-MN_PIVOT, MN_SLOT = 8, 128
+MN_PARENT, MN_PIVOT, MN_SLOT, MN_META = 0, 8, 128, 128 + 8 * 15
 
 # where the structures live, as offsets from the kernel base the caller gives (AT_POOL_VAR:
 # dmapool_test.c's static `pool` pointer)
@@ -274,16 +288,17 @@ class DmaPool:
         """Lay the maple tree out over all pages (nodes of each level consecutive, leaves
         first; the root is the last node)."""
         starts, blocks = self._entries(self.pages)
-        levels, n = [], len(starts)
+        levels, counts, n = [], [], len(starts)
         first = 0
         while True:
             nodes = -(-n // MAPLE_SLOTS)
             levels.append((first, nodes))
+            counts.append(n)
             first += nodes
             if nodes == 1:
                 break
             n = nodes
-        self.tree = (starts, blocks, levels)
+        self.tree = (starts, blocks, levels, counts)
         return self.tree
 
     def node(self, i):
@@ -374,7 +389,7 @@ def _pool_initialise_pages(r, ev, step, pool, j):
 def _maple_insert_pages(r, ev, step, pool, j):
     """The first round's tree stores for the entries of each page j[i] (pivot and slot of
     each), in event ev[i], after setting the root pointer."""
-    starts, blocks, levels = pool.tree
+    starts, blocks, levels, _ = pool.tree
     r.store(ev, step, pool.pool + POOL_MT_ROOT, int(pool.node(levels[-1][0])))
     step += 1
     e = np.nonzero(blocks >= 0)[0]
@@ -390,26 +405,43 @@ def _maple_insert_pages(r, ev, step, pool, j):
 
 
 def _mtree_load(r, events, step, pool, b):
-    """mtree_load(&pool->mt, vaddr of block b) for each event: the root pointer, then per
-    level the pivots up to the slot taken and the slot."""
-    starts, blocks, levels = pool.tree
+    """mtree_load(&pool->mt, vaddr of block b) for each event, v6.4-v6.7: the root pointer and
+    mas_start's dead-node check of the root, then per level ma_data_end (pivot[14], and
+    meta.end when pivot[14] is 0: a node with at most 14 entries), ma_dead_node, the pivot scan
+    up to the slot taken or the data end, ma_dead_node again and the slot."""
+    starts, blocks, levels, counts = pool.tree
     e = np.searchsorted(starts, pool.vaddr(b), side="right") - 1
     r.site(events, step, "mtree_load")
     r.load(events, step + 1, pool.pool + POOL_MT_ROOT)
-    s = step + 2
+    root = pool.node(levels[-1][0])
+    r.load(events, step + 2, root + MN_PARENT, dependent=True)
+    s = step + 3
     index = [e]                          # the entry's index at each level, leaves first
     for _ in levels[1:]:
         index.append(index[-1] // MAPLE_SLOTS)
     for lvl in range(len(levels) - 1, -1, -1):
-        first = levels[lvl][0]
-        node = pool.node(first + index[lvl] // MAPLE_SLOTS)
+        first, nodes = levels[lvl]
+        i = index[lvl] // MAPLE_SLOTS
+        node = pool.node(first + i)
         slot = index[lvl] % MAPLE_SLOTS
-        scans = np.minimum(slot, MAPLE_PIVOTS - 1) + 1
+        # entries in the node: 16 but in the last node of the level (dense layout)
+        n = np.where(i == nodes - 1, counts[lvl] - MAPLE_SLOTS * (nodes - 1), MAPLE_SLOTS)
+        meta = n <= MAPLE_PIVOTS - 1                 # pivot[14] is 0: ma_meta_end
+        # ma_data_end: meta.end = n - 1; pivot[14] == max (15 entries) -> 14; else 15
+        end = np.where(meta, n - 1, np.where(n == MAPLE_PIVOTS, MAPLE_PIVOTS - 1, MAPLE_PIVOTS))
+        top = lvl == len(levels) - 1      # the root: its first load was mas_start's
+        r.load(events, s, node + MN_PIVOT + 8 * (MAPLE_PIVOTS - 1), dependent=not top)
+        r.load(events[meta], s + 1, node[meta] + MN_META)
+        r.load(events, s + 2, node + MN_PARENT)
+        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`;
+        # its exit is a data-dependent branch per pivot, not emitted (no such branch op yet)
+        scans = np.maximum(1, np.minimum(slot + 1, end))
         for o in range(MAPLE_PIVOTS):
             take = scans > o
-            r.load(events[take], s + o, node[take] + MN_PIVOT + 8 * o, dependent=o == 0)
-        r.load(events, s + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
-        s += MAPLE_PIVOTS + 1
+            r.load(events[take], s + 3 + o, node[take] + MN_PIVOT + 8 * o)
+        r.load(events, s + 3 + MAPLE_PIVOTS, node + MN_PARENT)
+        r.load(events, s + 4 + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
+        s += 5 + MAPLE_PIVOTS
     r.site(events, s, "dma_pool_free")
     return s + 1
 

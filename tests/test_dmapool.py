@@ -60,15 +60,25 @@ def test_list_free_walks_the_page_list_from_the_newest_page():
     assert site_loads(dp.dmapool_test_alloc(orig, 12, COSTS), "pool_find_block") == 0
 
 
-def test_maple_lookup_scans_pivots_up_to_the_slot_at_every_level():
-    # 12 contiguous blocks + a gap before and after = 14 entries: one node, the root. Block
-    # b is entry b + 1: the root pointer, b + 2 pivots, the slot: sum(b + 4) = 114.
+def test_maple_lookup_walks_as_v64_mtree_load_at_every_level():
+    # v6.4-v6.7 mtree_load: ma_root, mas_start's root->parent; per level pivot[14]
+    # (ma_data_end), meta.end if pivot[14] is 0, node->parent, the pivots scanned, node->parent
+    # again, the slot. 12 contiguous blocks + a gap before and after = 14 entries: one node,
+    # the root, not full (meta.end = 13, the scan stops at pivot 12 at the latest). Block b is
+    # entry b + 1: 2 + 1 + 1 + 1 + (b + 2) + 1 + 1 = b + 9 loads; sum over b < 12: 174
     pool = dp.DmaPool("maple", 1024, 1024, 0, 1 << 32)
-    assert site_loads(dp.dmapool_test_alloc(pool, 12, COSTS), "mtree_load") == 114
-    # 8192 blocks + 2 gaps: 513 leaves, 33, 3, 1: four levels
+    assert site_loads(dp.dmapool_test_alloc(pool, 12, COSTS), "mtree_load") == 174
+    # 8192 blocks + 2 gaps: 513 leaves (the last holds 2 entries), 33 (1), 3 (16, 16, 1), 1
+    # (3 entries): four levels
     big = dp.DmaPool("maple", 16, 16, 0, 1 << 32)
-    dp.dmapool_test_alloc(big, 8192, COSTS)
+    p = dp.dmapool_test_alloc(big, 8192, COSTS)
     assert [n for _, n in big.tree[2]] == [513, 33, 3, 1]
+    # freeing block 0 (entry 1): the root (3 entries: meta.end, slot 0, one pivot) 2 + 6;
+    # two full internal nodes at slot 0: 5 each; the leaf at slot 1 (two pivots): 6
+    walk = event_ops(p, "mtree_load", 0)
+    assert sum(op == Op.LOAD for op, *_ in walk) == 8 + 5 + 5 + 6
+    root = int(big.node(big.tree[2][-1][0]))
+    assert (Op.LOAD, root + dp.MN_META, 8, 0) in walk
 
 
 def test_free_is_constant_work_in_orig_and_grows_with_pages_in_list():
