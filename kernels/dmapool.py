@@ -15,22 +15,57 @@ page list); `dmapool_test_alloc` emits one round of the test (allocate `blocks` 
 them in the same order) as one op array built with numpy, with the values the kernel stores,
 so that emulated memory holds the real free-list links.
 
+Sources read (as /work/reports/kernel-check-A.md §1 gives them, store ids for read_file):
+mm/dmapool.c in its v6.4-v6.7 form (40089932341: struct dma_pool's layout) and a later
+revision with the same hot path (48991723: dma_pool_alloc, dma_pool_free, pool_block_pop,
+pool_block_push, pool_initialise_page); mm/dmapool_test.c (torvalds/linux, 712682778): the
+test loop reloads the static `pool` pointer for every call, and `*handle` (p[i].dma) is
+stored inside dma_pool_alloc before the caller stores p[i].v; lib/maple_tree.c in its
+v6.6/6.7 form (40214964773) for mtree_load. The RFC's code was not read (its mails are kept
+back): what its variants do beyond the thread's description is assumed and said so below.
+
 Model departures and assumptions:
 - Page allocation (`dma_alloc_coherent`, which zeroes the page, and the kmallocs of `struct
   dma_page` and of the RFC's block arrays) happens in the first round only and is not
-  modelled; pages are contiguous in DRAM, `struct dma_page`s are consecutive 64-byte kmalloc
-  objects, the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
+  modelled, but for pool_alloc_page's stores of page->vaddr and page->dma (and the RFC's
+  page->blocks) outside the lock; pages are contiguous in DRAM, `struct dma_page`s
+  consecutive kmalloc objects (32 bytes in v6.4, kmalloc-32; 64 for the RFC's, one pointer
+  more assumed), the RFC's block arrays consecutive and line-aligned. DMA addresses equal the
   kernel addresses (the test's device has no IOMMU: direct mapping).
-- No DMAPOOL_DEBUG (poisoning, double-free scans) and no init_on_alloc: a production config.
-- `spin_lock_irqsave` is the pushf/popf round trip of local_irq_save/restore (profile
-  [instr] pushf_popf_cycles, a WORK chain) and a LOCK_RMW of the lock word (qspinlock's
-  cmpxchg fast path); unlock a plain store. The rest of the non-memory work of each alloc or
-  free call (call and return, cli, the test loop) is a declared cost, profile [software]
-  dma_pool_call_ns, the same in every variant.
-- The maple tree is densely packed (16 slots in every node but the last of a level; block
-  ranges and the gaps between them are entries) and is built in the first round with two
-  stores per entry, not by mas_store's walk and node splits. A lookup scans pivots up to the
-  slot it takes (at most 15) and then loads the slot, at every level.
+- No DMAPOOL_DEBUG (poisoning, double-free scans), no init_on_alloc and no init_on_free (each
+  would add a memset of the block per call): a production config.
+- The lock as v6.4 x86-64 runs it (include/linux/spinlock_api_smp.h, torvalds store id
+  1414151981; arch/x86/include/asm/irqflags.h, 2533546825, the form since ab234a260b1f;
+  paravirt.h PVOP_ALT form, 47938027, patched native on bare metal; qspinlock.h, 965426939;
+  as read in /work/reports/kernel-check-A.md §1.5): `spin_lock_irqsave` is local_irq_save's
+  PUSHF; POP and CLI (profile [instr] pushf_pop_cycles + cli_cycles, one WORK chain), then
+  the qspinlock fast path's LOCK CMPXCHG of the 4-byte lock word (a LOCK_RMW);
+  `spin_unlock_irqrestore` is the release store of the lock byte (`movb $0`, 1 byte), then
+  local_irq_restore: interrupts were on in the saved flags, so STI (sti_cycles, WORK).
+  There is no POPF. Assumed config (the test robot's is not known): x86 selects no
+  ARCH_INLINE_SPIN_*, so the lock and unlock are out-of-line calls; CONFIG_PREEMPT_COUNT=y
+  (PREEMPT_DYNAMIC, the x86 default in distribution configs since v5.12, recalled), so
+  preempt_disable/enable add and decrement the per-CPU preempt count (an L1-hot per-CPU
+  line). Those calls, the preempt-count RMWs, the `test $IF` before STI and the rest of the
+  non-memory work of each alloc or free call (argument checks, the test loop) are the
+  declared cost [software] dma_pool_call_ns, the same in every variant.
+- The maple tree's layout is an assumption, not the kernel's: densely packed (16 slots in
+  every node but the last of a level; block ranges and the gaps between them are entries),
+  built in the first round with two stores per entry. The kernel's store path (mas_store's
+  walk, mab_calc_split's split at half a node, mas_push_data's rebalancing into a sibling)
+  leaves partly filled nodes after ascending mtree_store_range calls; their occupancy was not
+  worked out here (it needs mas_push_data's split point, which was not read), so lookups may
+  cross more nodes and scan fewer pivots per node than here. Nodes are maple_range_64 /
+  maple_leaf_64 (16 slots, 15 pivots: a tree without MT_FLAGS_ALLOC_RANGE, assumed).
+- `mtree_load` as v6.4-v6.7 run it (lib/maple_tree.c, 40214964773): mas_start loads ma_root
+  and checks the root node for death (node->parent); per level mtree_lookup_walk's
+  ma_data_end loads pivot[14] (and, for a node not full, meta.end in the last slot's place),
+  ma_dead_node loads node->parent, the scan loads pivots until one is >= the index (at most
+  `end`), the slot is loaded and ma_dead_node loads node->parent again. Only each node's
+  first load waits for the pointer to it (FLAG_DEPENDENT: the previous load's data); the
+  second parent load is emitted before the slot load so that the next node's first load
+  waits for the slot. The scan's data-dependent exit branch is not emitted (the core has no
+  data-dependent branches yet): see `_mtree_load`.
 - Compares, branches and address arithmetic are not ops (they overlap the loads); the
   division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
   block's address.
@@ -52,25 +87,31 @@ PARMS = ((16, 16, 0), (64, 64, 0), (256, 256, 0), (1024, 1024, 0), (4096, 4096, 
 NR_TESTS = 100
 PAGE_SIZE = 4096
 
-# struct dma_pool (v6.4+: page_list, lock, next_block, nr_blocks, nr_active, nr_pages, dev,
-# size, allocation, boundary, ...; the maple variant adds a struct maple_tree)
-POOL_PAGE_LIST, POOL_LOCK, POOL_NEXT_BLOCK, POOL_NR_ACTIVE = 0, 16, 24, 40
-POOL_SIZE, POOL_ALLOCATION, POOL_MT_ROOT = 64, 72, 112
-# struct dma_page (kmalloc-64): page_list, vaddr, dma, and (RFC) blocks
+# struct dma_pool, v6.4 (store id 40089932341): page_list 0, lock 16, next_block 24,
+# nr_blocks 32, nr_active 40, nr_pages 48, dev 56, unsigned int size 64, allocation 68,
+# boundary 72, name[32] 76, pools 112: 128 bytes. The maple variant's struct maple_tree
+# (ma_lock, ma_flags, ma_root) is assumed appended at 128 (the RFC's layout is not read)
+POOL_PAGE_LIST, POOL_LOCK, POOL_NEXT_BLOCK = 0, 16, 24
+POOL_NR_BLOCKS, POOL_NR_ACTIVE, POOL_NR_PAGES = 32, 40, 48
+POOL_SIZE, POOL_ALLOCATION, POOL_MT_ROOT = 64, 68, 128 + 8
+# struct dma_page: page_list, vaddr, dma (v6.4: 32 bytes, kmalloc-32), and the RFC's blocks
+# pointer (40 bytes, kmalloc-64: the RFC's struct is not read, one pointer more assumed)
 PAGE_LIST, PAGE_PREV, PAGE_VADDR, PAGE_DMA, PAGE_BLOCKS = 0, 8, 16, 24, 32
-DMA_PAGE_BYTES = 64
+DMA_PAGE_BYTES = {"orig": 32, "list": 64, "maple": 64}
 # struct dma_block
 BLK_NEXT, BLK_DMA, BLK_VADDR = 0, 8, 16
 META_BLOCK_BYTES = 24           # the RFC's dma_block, kept outside DMA memory
 # dmapool_test.c struct dma_pool_pair {dma, v}
 PAIR_DMA, PAIR_V, PAIR_BYTES = 0, 8, 16
-# maple_range_64 node: parent, pivot[15], slot[16]
+# maple_range_64 node: parent, pivot[15], slot[16]; a node not full keeps its metadata
+# (meta.end, the data end) where slot[15] would be
 MAPLE_NODE_BYTES, MAPLE_SLOTS, MAPLE_PIVOTS = 256, 16, 15
-MN_PIVOT, MN_SLOT = 8, 128
+MN_PARENT, MN_PIVOT, MN_SLOT, MN_META = 0, 8, 128, 128 + 8 * 15
 
-# where the structures live, as offsets from the kernel base the caller gives
-AT_POOL, AT_PAIRS, AT_PAGES, AT_META, AT_MAPLE, AT_DMA = (
-    0x1000, 0x10000, 0x100000, 0x200000, 0x1000000, 0x4000000)
+# where the structures live, as offsets from the kernel base the caller gives (AT_POOL_VAR:
+# dmapool_test.c's static `pool` pointer)
+AT_POOL_VAR, AT_POOL, AT_PAIRS, AT_PAGES, AT_META, AT_MAPLE, AT_DMA = (
+    0x800, 0x1000, 0x10000, 0x100000, 0x200000, 0x1000000, 0x4000000)
 SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
 
 SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
@@ -130,11 +171,11 @@ class _Rows:
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
 
-    def load(self, event, step, addr, dependent=False):
-        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0)
+    def load(self, event, step, addr, dependent=False, size=8):
+        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size)
 
-    def store(self, event, step, addr, value):
-        self.add(event, step, Op.STORE, addr, imm=value)
+    def store(self, event, step, addr, value, size=8):
+        self.add(event, step, Op.STORE, addr, imm=value, size=size)
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
@@ -180,16 +221,18 @@ class OpMemory:
 @dataclass
 class Costs:
     """Cycles of what is not a memory op: the declared non-memory work of one alloc or free
-    call, a 64-bit DIV, and the pushf/popf of irqsave/irqrestore."""
+    call, a 64-bit DIV, local_irq_save's PUSHF; POP and CLI, local_irq_restore's STI."""
     call: int
     div: int
-    flags: int
+    irq_save: int
+    irq_restore: int
 
     @classmethod
     def of(cls, profile_values):
         v = profile_values
+        i = v["instr"]
         return cls(round(v["software"]["dma_pool_call_ns"] * v["core"]["freq_ghz"]),
-                   v["instr"]["div64_cycles"], v["instr"]["pushf_popf_cycles"])
+                   i["div64_cycles"], i["pushf_pop_cycles"] + i["cli_cycles"], i["sti_cycles"])
 
 
 class DmaPool:
@@ -222,7 +265,8 @@ class DmaPool:
                 + (b % self.bpp) * META_BLOCK_BYTES)
 
     def page(self, j):
-        return self.base + AT_PAGES + np.asarray(j, dtype=np.int64) * DMA_PAGE_BYTES
+        return (self.base + AT_PAGES
+                + np.asarray(j, dtype=np.int64) * DMA_PAGE_BYTES[self.variant])
 
     def head(self):
         """pool->next_block's value."""
@@ -244,16 +288,17 @@ class DmaPool:
         """Lay the maple tree out over all pages (nodes of each level consecutive, leaves
         first; the root is the last node)."""
         starts, blocks = self._entries(self.pages)
-        levels, n = [], len(starts)
+        levels, counts, n = [], [], len(starts)
         first = 0
         while True:
             nodes = -(-n // MAPLE_SLOTS)
             levels.append((first, nodes))
+            counts.append(n)
             first += nodes
             if nodes == 1:
                 break
             n = nodes
-        self.tree = (starts, blocks, levels)
+        self.tree = (starts, blocks, levels, counts)
         return self.tree
 
     def node(self, i):
@@ -261,55 +306,90 @@ class DmaPool:
 
 
 def _lock(r, ev, step, pool, costs):
-    """spin_lock_irqsave: local_irq_save's pushf (its popf in the unlock: the pair is one
-    measured round trip, a WORK chain) and the qspinlock fast path's LOCK CMPXCHG of the
-    lock word. Returns the next step."""
-    r.add(ev, step, Op.WORK, imm=costs.flags)
+    """spin_lock_irqsave: local_irq_save (PUSHF; POP, CLI) and the qspinlock fast path's
+    LOCK CMPXCHG of the 4-byte lock word. Returns the next step."""
+    r.add(ev, step, Op.WORK, imm=costs.irq_save)
     r.add(ev, step + 1, Op.LOCK_RMW, pool.pool + POOL_LOCK, imm=1, size=4)
     return step + 2
 
 
+def _unlock(r, ev, step, pool, costs):
+    """spin_unlock_irqrestore: the release store of the lock byte, then STI (interrupts were
+    on when the lock was taken). Returns the next step."""
+    r.store(ev, step, pool.pool + POOL_LOCK, 0, size=1)
+    r.add(ev, step + 1, Op.WORK, imm=costs.irq_restore)
+    return step + 2
+
+
+def _pool_alloc_page(r, ev, step, pool, j):
+    """pool_alloc_page's stores into each new struct dma_page j[i], outside the lock: the
+    chunk's addresses from dma_alloc_coherent (and the RFC's block array). Returns the next
+    step."""
+    page, vaddr = pool.page(j), pool.vaddr(j * pool.bpp)
+    r.store(ev, step, page + PAGE_VADDR, vaddr)
+    r.store(ev, step + 1, page + PAGE_DMA, vaddr)
+    if pool.variant == "orig":
+        return step + 2
+    r.store(ev, step + 2, page + PAGE_BLOCKS, pool.block(j * pool.bpp))
+    return step + 3
+
+
 def _pool_initialise_pages(r, ev, step, pool, j):
-    """For each event ev[i], page j[i] (arrays, pages ascending): link the page's blocks (in
-    address order) into the free list, empty when a page is added, and put the page at the
-    head of the page list. Returns the next step."""
+    """pool_initialise_page for each event ev[i], page j[i] (arrays, pages ascending): per
+    block (in address order) the loop's reloads of pool->size and pool->allocation, the stores
+    `block->dma`, `block->next_block = NULL` and `last->next_block = block`, and
+    `pool->nr_blocks++`; then `last->next_block = pool->next_block` (the list is empty when a
+    page is added), `pool->next_block = first`, list_add at the head of the page list and
+    `pool->nr_pages++`. The reloads and the RMW in the loop: the kernel is built with
+    -fno-strict-aliasing, so the stores through `block` may alias the pool's fields (reasoned,
+    not seen in a disassembly). The RFC's loop is assumed the same over its block array, with
+    `block->vaddr` stored too. Returns the next step."""
     ids = j[:, None] * pool.bpp + np.arange(pool.bpp, dtype=np.int64)   # (pages, bpp)
-    blk, vaddr = pool.block(ids), pool.vaddr(ids)
-    nxt = np.append(blk[:, 1:], np.zeros((len(j), 1), dtype=np.int64), axis=1)
-    r.site(ev, step, "pool_initialise_page")
+    blk, vaddr = pool.block(ids).reshape(-1), pool.vaddr(ids).reshape(-1)
     page = pool.page(j)
-    r.store(ev, step + 1, page + PAGE_VADDR, vaddr[:, 0])
-    r.store(ev, step + 2, page + PAGE_DMA, vaddr[:, 0])
+    r.site(ev, step, "pool_initialise_page")
+    r.load(ev, step + 1, page + PAGE_VADDR)
+    r.load(ev, step + 2, page + PAGE_DMA)
     s = step + 3
     if pool.variant != "orig":
-        r.store(ev, s, page + PAGE_BLOCKS, blk[:, 0])
+        r.load(ev, s, page + PAGE_BLOCKS)
         s += 1
     ev_k = np.repeat(ev, pool.bpp)
-    k3 = s + 3 * np.tile(np.arange(pool.bpp, dtype=np.int64), len(j))
-    r.add(ev_k, k3, Op.STORE, blk.reshape(-1) + BLK_DMA, imm=vaddr.reshape(-1))
-    r.add(ev_k, k3 + 1, Op.STORE, blk.reshape(-1) + BLK_NEXT, imm=nxt.reshape(-1))
+    k = np.tile(np.arange(pool.bpp, dtype=np.int64), len(j))
+    at = s + 8 * k
+    r.load(ev_k, at, pool.pool + POOL_SIZE, size=4)
+    r.load(ev_k, at + 1, pool.pool + POOL_ALLOCATION, size=4)
+    r.store(ev_k, at + 2, blk + BLK_DMA, vaddr)
+    r.store(ev_k, at + 3, blk + BLK_NEXT, 0)
     if pool.variant != "orig":
-        r.add(ev_k, k3 + 2, Op.STORE, blk.reshape(-1) + BLK_VADDR, imm=vaddr.reshape(-1))
-    s += 3 * pool.bpp
-    # last->next_block = pool->next_block; pool->next_block = first
+        r.store(ev_k, at + 4, blk + BLK_VADDR, vaddr)
+    linked = k > 0
+    r.store(ev_k[linked], at[linked] + 5, blk[np.nonzero(linked)[0] - 1] + BLK_NEXT,
+            blk[linked])
+    r.load(ev_k, at + 6, pool.pool + POOL_NR_BLOCKS)
+    r.store(ev_k, at + 7, pool.pool + POOL_NR_BLOCKS, ids.reshape(-1) + 1)
+    s += 8 * pool.bpp
     r.load(ev, s, pool.pool + POOL_NEXT_BLOCK)
-    r.store(ev, s + 1, pool.pool + POOL_NEXT_BLOCK, blk[:, 0])
-    s += 2
-    # list_add(&page->page_list, &pool->page_list)
+    r.store(ev, s + 1, blk[pool.bpp - 1::pool.bpp] + BLK_NEXT, 0)
+    r.store(ev, s + 2, pool.pool + POOL_NEXT_BLOCK, blk[::pool.bpp])
+    # list_add(&page->page_list, &pool->page_list): __list_add(new, head, head->next)
     prev = j > 0
-    old_first = np.where(prev, pool.page(j - 1), pool.pool)
-    r.store(ev, s, page + PAGE_LIST, old_first)
-    r.store(ev, s + 1, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
-    r.store(ev, s + 2, np.where(prev, old_first + PAGE_PREV, pool.pool + POOL_PAGE_LIST + 8),
+    old_first = np.where(prev, pool.page(j - 1), pool.pool + POOL_PAGE_LIST)
+    r.load(ev, s + 3, pool.pool + POOL_PAGE_LIST)
+    r.store(ev, s + 4, np.where(prev, old_first + PAGE_PREV, pool.pool + POOL_PAGE_LIST + 8),
             page)
-    r.store(ev, s + 3, pool.pool + POOL_PAGE_LIST, page)
-    return s + 4
+    r.store(ev, s + 5, page + PAGE_LIST, old_first)
+    r.store(ev, s + 6, page + PAGE_PREV, pool.pool + POOL_PAGE_LIST)
+    r.store(ev, s + 7, pool.pool + POOL_PAGE_LIST, page)
+    r.load(ev, s + 8, pool.pool + POOL_NR_PAGES)
+    r.store(ev, s + 9, pool.pool + POOL_NR_PAGES, j + 1)
+    return s + 10
 
 
 def _maple_insert_pages(r, ev, step, pool, j):
     """The first round's tree stores for the entries of each page j[i] (pivot and slot of
     each), in event ev[i], after setting the root pointer."""
-    starts, blocks, levels = pool.tree
+    starts, blocks, levels, _ = pool.tree
     r.store(ev, step, pool.pool + POOL_MT_ROOT, int(pool.node(levels[-1][0])))
     step += 1
     e = np.nonzero(blocks >= 0)[0]
@@ -325,26 +405,43 @@ def _maple_insert_pages(r, ev, step, pool, j):
 
 
 def _mtree_load(r, events, step, pool, b):
-    """mtree_load(&pool->mt, vaddr of block b) for each event: the root pointer, then per
-    level the pivots up to the slot taken and the slot."""
-    starts, blocks, levels = pool.tree
+    """mtree_load(&pool->mt, vaddr of block b) for each event, v6.4-v6.7: the root pointer and
+    mas_start's dead-node check of the root, then per level ma_data_end (pivot[14], and
+    meta.end when pivot[14] is 0: a node with at most 14 entries), ma_dead_node, the pivot scan
+    up to the slot taken or the data end, ma_dead_node again and the slot."""
+    starts, blocks, levels, counts = pool.tree
     e = np.searchsorted(starts, pool.vaddr(b), side="right") - 1
     r.site(events, step, "mtree_load")
     r.load(events, step + 1, pool.pool + POOL_MT_ROOT)
-    s = step + 2
+    root = pool.node(levels[-1][0])
+    r.load(events, step + 2, root + MN_PARENT, dependent=True)
+    s = step + 3
     index = [e]                          # the entry's index at each level, leaves first
     for _ in levels[1:]:
         index.append(index[-1] // MAPLE_SLOTS)
     for lvl in range(len(levels) - 1, -1, -1):
-        first = levels[lvl][0]
-        node = pool.node(first + index[lvl] // MAPLE_SLOTS)
+        first, nodes = levels[lvl]
+        i = index[lvl] // MAPLE_SLOTS
+        node = pool.node(first + i)
         slot = index[lvl] % MAPLE_SLOTS
-        scans = np.minimum(slot, MAPLE_PIVOTS - 1) + 1
+        # entries in the node: 16 but in the last node of the level (dense layout)
+        n = np.where(i == nodes - 1, counts[lvl] - MAPLE_SLOTS * (nodes - 1), MAPLE_SLOTS)
+        meta = n <= MAPLE_PIVOTS - 1                 # pivot[14] is 0: ma_meta_end
+        # ma_data_end: meta.end = n - 1; pivot[14] == max (15 entries) -> 14; else 15
+        end = np.where(meta, n - 1, np.where(n == MAPLE_PIVOTS, MAPLE_PIVOTS - 1, MAPLE_PIVOTS))
+        top = lvl == len(levels) - 1      # the root: its first load was mas_start's
+        r.load(events, s, node + MN_PIVOT + 8 * (MAPLE_PIVOTS - 1), dependent=not top)
+        r.load(events[meta], s + 1, node[meta] + MN_META)
+        r.load(events, s + 2, node + MN_PARENT)
+        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`;
+        # its exit is a data-dependent branch per pivot, not emitted (no such branch op yet)
+        scans = np.maximum(1, np.minimum(slot + 1, end))
         for o in range(MAPLE_PIVOTS):
             take = scans > o
-            r.load(events[take], s + o, node[take] + MN_PIVOT + 8 * o, dependent=o == 0)
-        r.load(events, s + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
-        s += MAPLE_PIVOTS + 1
+            r.load(events[take], s + 3 + o, node[take] + MN_PIVOT + 8 * o)
+        r.load(events, s + 3 + MAPLE_PIVOTS, node + MN_PARENT)
+        r.load(events, s + 4 + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
+        s += 5 + MAPLE_PIVOTS
     r.site(events, s, "dma_pool_free")
     return s + 1
 
@@ -353,8 +450,8 @@ def _pool_find_block(r, events, step, pool, b, costs):
     """RFC v2 pool_find_block: walk the page list from its head (the newest page) to the
     page holding vaddr, then index its block array by offset / size."""
     r.site(events, step, "pool_find_block")
-    r.load(events, step + 1, pool.pool + POOL_SIZE)
-    r.load(events, step + 2, pool.pool + POOL_ALLOCATION)
+    r.load(events, step + 1, pool.pool + POOL_SIZE, size=4)
+    r.load(events, step + 2, pool.pool + POOL_ALLOCATION, size=4)
     r.load(events, step + 3, pool.pool + POOL_PAGE_LIST)
     j = np.asarray(b, dtype=np.int64) // pool.bpp
     pos = pool.pages - 1 - j                       # the page's place in the list
@@ -398,16 +495,21 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
             pool.build_tree()
     # dma_pool_alloc: events 0 .. blocks - 1
     ev = np.arange(blocks, dtype=np.int64)
-    r.site(ev, 0, "dma_pool_alloc")
-    r.add(ev, 1, Op.WORK, imm=costs.call)
-    _lock(r, ev, 2, pool, costs)
+    pool_var = pool.base + AT_POOL_VAR
+    r.site(ev, 0, "dmapool_test_alloc")
+    r.load(ev, 1, pool_var)                       # the static `pool`, reloaded each call
+    r.site(ev, 2, "dma_pool_alloc")
+    r.add(ev, 3, Op.WORK, imm=costs.call)
+    _lock(r, ev, 4, pool, costs)
     if new_pages:             # the list is empty: unlock, get a page, relock
         r.load(init_ev, 8, pool.pool + POOL_NEXT_BLOCK)
-        r.store(init_ev, 9, pool.pool + POOL_LOCK, 0)
-        t = _lock(r, init_ev, 10, pool, costs)
+        t = _unlock(r, init_ev, 9, pool, costs)
+        t = _pool_alloc_page(r, init_ev, t, pool, init_page)
+        t = _lock(r, init_ev, t, pool, costs)
         t = _pool_initialise_pages(r, init_ev, t, pool, init_page)
         if pool.variant == "maple":
             _maple_insert_pages(r, init_ev, t, pool, init_page)
+        r.site(init_ev, (1 << 22) - 1, "dma_pool_alloc")    # back from the page set-up
     nxt = np.append(pool.block(got[1:]), 0)       # the list after each pop, in this round
     nxt[init_ev[init_ev > 0] - 1] = 0             # ... where a page ran out, it was empty
     if pool.free:
@@ -419,24 +521,25 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     r.store(ev, t + 2, pool.pool + POOL_NEXT_BLOCK, nxt)
     r.load(ev, t + 3, pool.pool + POOL_NR_ACTIVE)
     r.store(ev, t + 4, pool.pool + POOL_NR_ACTIVE, ev + 1)
-    r.store(ev, t + 5, pool.pool + POOL_LOCK, 0)
-    r.load(ev, t + 6, blk + BLK_DMA)
+    _unlock(r, ev, t + 5, pool, costs)
+    r.load(ev, t + 7, blk + BLK_DMA)
+    r.store(ev, t + 8, pairs + PAIR_DMA, pool.vaddr(got))      # *handle = block->dma
     if pool.variant != "orig":
-        r.load(ev, t + 7, blk + BLK_VADDR)
-    r.site(ev, t + 8, "dmapool_test_alloc")
-    r.store(ev, t + 9, pairs + PAIR_V, pool.vaddr(got))
-    r.store(ev, t + 10, pairs + PAIR_DMA, pool.vaddr(got))
+        r.load(ev, t + 9, blk + BLK_VADDR)
+    r.site(ev, t + 10, "dmapool_test_alloc")
+    r.store(ev, t + 11, pairs + PAIR_V, pool.vaddr(got))
     # dma_pool_free: events blocks .. 2 * blocks - 1, blocks in allocation order, each
     # pushed on the list: the head before a free is the block freed before it
     heads_before = np.append(pool.head(), blk[:-1])
     pool.free.extend(got.tolist())
     fev = blocks + ev
     r.site(fev, 0, "dmapool_test_alloc")
-    r.load(fev, 1, pairs + PAIR_V)
-    r.load(fev, 2, pairs + PAIR_DMA)
-    r.site(fev, 3, "dma_pool_free")
-    r.add(fev, 4, Op.WORK, imm=costs.call)
-    t = _lock(r, fev, 5, pool, costs)
+    r.load(fev, 1, pool_var)
+    r.load(fev, 2, pairs + PAIR_V)
+    r.load(fev, 3, pairs + PAIR_DMA)
+    r.site(fev, 4, "dma_pool_free")
+    r.add(fev, 5, Op.WORK, imm=costs.call)
+    t = _lock(r, fev, 6, pool, costs)
     if pool.variant == "list":
         t = _pool_find_block(r, fev, t, pool, got, costs)
     elif pool.variant == "maple":
@@ -449,14 +552,16 @@ def dmapool_test_alloc(pool, blocks, costs, memory=None):
     r.store(fev, t + 2, pool.pool + POOL_NEXT_BLOCK, blk)
     r.load(fev, t + 3, pool.pool + POOL_NR_ACTIVE)
     r.store(fev, t + 4, pool.pool + POOL_NR_ACTIVE, blocks - 1 - ev)
-    r.store(fev, t + 5, pool.pool + POOL_LOCK, 0)
+    _unlock(r, fev, t + 5, pool, costs)
     return r.program(memory)
 
 
 def dma_pool_create(program, pool):
-    """The fields the hot paths read, stored once (not timed by the test)."""
-    program.store(pool.pool + POOL_SIZE, value=pool.size)
-    program.store(pool.pool + POOL_ALLOCATION, value=pool.allocation)
+    """The fields the hot paths read, stored once (not timed by the test), and the test's
+    `pool` pointer."""
+    program.store(pool.base + AT_POOL_VAR, value=pool.pool)
+    program.store(pool.pool + POOL_SIZE, size=4, value=pool.size)
+    program.store(pool.pool + POOL_ALLOCATION, size=4, value=pool.allocation)
     if pool.variant == "maple":
         program.store(pool.pool + POOL_MT_ROOT, value=0)
     return program

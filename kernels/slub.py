@@ -1,9 +1,13 @@
 """SLUB caches as the hardened-usercopy check sees them, and `__check_heap_object`.
 
-Follows mm/slub.c `__check_heap_object` (v5.0, recalled; docs/kernel-paths.md §1.3) and
-include/linux/slub_def.h (v5.0) for where the fields it reads sit in struct kmem_cache:
-`size` in its first line, `useroffset`/`usersize` after the embedded kobject, three lines
-further (offsets recalled; what matters is that two distinct lines are read).
+Follows mm/slub.c `__check_heap_object` (v4.20-v5.8 form, store id 19006651156, as read in
+/work/reports/kernel-check-A.md §2; docs/kernel-paths.md §1.3) and include/linux/slub_def.h
+(v5.0) for where the fields it reads sit in struct kmem_cache: `size` in its first line,
+`useroffset`/`usersize` after the embedded kobject, three lines further (offsets recalled;
+what matters is that two distinct lines are read). `offset = (ptr - page_address(page)) %
+s->size` is a 64-bit DIV by a loaded value on the path to the whitelist compares: WORK of
+[instr] div64_cycles that waits for s->size. page_address's loads (vmemmap_base,
+page_offset_base with KASLR) are not emitted (not re-read).
 
 Model departures: a cache is `kmem_cache_create_usercopy` without debugging flags, ctor or
 RCU, so s->size = ALIGN(object_size, align) (the free pointer lives inside free objects) and
@@ -59,11 +63,12 @@ def kmem_cache_alloc(mm, s):
     return s.slabs[k] + i * s.size
 
 
-def __check_heap_object(p, mm, ptr, n, page, to_user, fallback):
+def __check_heap_object(p, mm, ptr, n, page, to_user, fallback, div_cycles):
     """Is [ptr, ptr+n) inside the usercopy whitelist of its slab object? Reads
-    page->slab_cache, then (dependent) s->size and s->useroffset/usersize. Outside the
-    whitelist but inside the object: a warning if `fallback`
-    (CONFIG_HARDENED_USERCOPY_FALLBACK), else usercopy_abort; outside the object: abort."""
+    page->slab_cache, then (dependent) s->size, divides by it (`div_cycles` of WORK on that
+    load's data) and reads s->useroffset/usersize. Outside the whitelist but inside the
+    object: a warning if `fallback` (CONFIG_HARDENED_USERCOPY_FALLBACK), else usercopy_abort;
+    outside the object: abort."""
     p.load(page + PAGE_SLAB_CACHE_OFFSET)
     s = mm.slab_cache[page]
     start = mm.page_address(page)
@@ -71,6 +76,7 @@ def __check_heap_object(p, mm, ptr, n, page, to_user, fallback):
         usercopy.usercopy_abort("SLUB object not in SLUB page?!", None, to_user, 0, n)
     p.load(s.addr + FLAGS_OFFSET, dependent=True)     # kmem_cache_debug(s): no red zone
     p.load(s.addr + SIZE_OFFSET)
+    p.work(div_cycles, dependent=True)                 # % s->size: DIV r64
     offset = (ptr - start) % s.size
     p.load(s.addr + USEROFFSET_OFFSET)
     if offset >= s.useroffset and offset - s.useroffset <= s.usersize and \

@@ -72,17 +72,20 @@ class Task:
 class Hardening:
     """The state the checks run with. `enabled` False = boot option hardened_usercopy=off;
     `fallback` = CONFIG_HARDENED_USERCOPY_FALLBACK (default y in v4.16-v5.15): a copy outside
-    a slab whitelist but inside the object only warns. `text` = [_stext, _etext)."""
+    a slab whitelist but inside the object only warns. `text` = [_stext, _etext).
+    `div64_cycles`: the profile's [instr] div64_cycles (the slab check's offset % size)."""
     mm: object
     task: Task
     text: tuple
+    div64_cycles: int
     enabled: bool = True
     fallback: bool = True
 
     @classmethod
-    def create(cls, mm, enabled=True, fallback=True):
+    def create(cls, mm, div64_cycles, enabled=True, fallback=True):
         text = mm.kalloc(1 << 20, 1 << 12)
-        return cls(mm, Task.create(mm), (text, text + (1 << 20)), enabled, fallback)
+        return cls(mm, Task.create(mm), (text, text + (1 << 20)), div64_cycles, enabled,
+                   fallback)
 
 
 def check_bogus_address(ptr, n, to_user):
@@ -101,7 +104,8 @@ def check_heap_object(p, hard, ptr, n, to_user):
         return
     page = virt_to_head_page(p, mm, ptr)
     if PageSlab(p, mm, page):
-        slub.__check_heap_object(p, mm, ptr, n, page, to_user, hard.fallback)
+        slub.__check_heap_object(p, mm, ptr, n, page, to_user, hard.fallback,
+                                 hard.div64_cycles)
 
 
 def check_stack_object(p, hard, obj, n):

@@ -104,7 +104,10 @@ _INSTR = {
     "fault_fixup_cycles": (_INT, True, *_CYCLES),
     "machine_check_cycles": (_INT, True, *_CYCLES),
     "lock_rmw_cycles": (_INT, True, *_CYCLES),
-    "pushf_popf_cycles": (_INT, True, *_CYCLES),
+    # spin_lock_irqsave / spin_unlock_irqrestore (v6.4): PUSHF; POP, CLI; STI, no POPF
+    "pushf_pop_cycles": (_INT, True, *_CYCLES),
+    "cli_cycles": (_INT, True, *_CYCLES),
+    "sti_cycles": (_INT, True, *_CYCLES),
     "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
 }
 # The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.

@@ -11,11 +11,11 @@ from emu.studies.cli import main
 from emu.studies.scenarios.dmapool_test import kernel_base
 from isa import Program
 from isa.program import ProgramError
-from isa.ops import COL_IMM, COL_OP, Op
+from isa.ops import COL_ADDR, COL_IMM, COL_OP, COL_SIZE, Op
 from kernels import dmapool as dp
 from memmodel.profile import load_profile
 
-COSTS = dp.Costs(call=25, div=36, flags=24)
+COSTS = dp.Costs(call=25, div=36, irq_save=10, irq_restore=8)
 
 
 def site_loads(program, site):
@@ -60,15 +60,25 @@ def test_list_free_walks_the_page_list_from_the_newest_page():
     assert site_loads(dp.dmapool_test_alloc(orig, 12, COSTS), "pool_find_block") == 0
 
 
-def test_maple_lookup_scans_pivots_up_to_the_slot_at_every_level():
-    # 12 contiguous blocks + a gap before and after = 14 entries: one node, the root. Block
-    # b is entry b + 1: the root pointer, b + 2 pivots, the slot: sum(b + 4) = 114.
+def test_maple_lookup_walks_as_v64_mtree_load_at_every_level():
+    # v6.4-v6.7 mtree_load: ma_root, mas_start's root->parent; per level pivot[14]
+    # (ma_data_end), meta.end if pivot[14] is 0, node->parent, the pivots scanned, node->parent
+    # again, the slot. 12 contiguous blocks + a gap before and after = 14 entries: one node,
+    # the root, not full (meta.end = 13, the scan stops at pivot 12 at the latest). Block b is
+    # entry b + 1: 2 + 1 + 1 + 1 + (b + 2) + 1 + 1 = b + 9 loads; sum over b < 12: 174
     pool = dp.DmaPool("maple", 1024, 1024, 0, 1 << 32)
-    assert site_loads(dp.dmapool_test_alloc(pool, 12, COSTS), "mtree_load") == 114
-    # 8192 blocks + 2 gaps: 513 leaves, 33, 3, 1: four levels
+    assert site_loads(dp.dmapool_test_alloc(pool, 12, COSTS), "mtree_load") == 174
+    # 8192 blocks + 2 gaps: 513 leaves (the last holds 2 entries), 33 (1), 3 (16, 16, 1), 1
+    # (3 entries): four levels
     big = dp.DmaPool("maple", 16, 16, 0, 1 << 32)
-    dp.dmapool_test_alloc(big, 8192, COSTS)
+    p = dp.dmapool_test_alloc(big, 8192, COSTS)
     assert [n for _, n in big.tree[2]] == [513, 33, 3, 1]
+    # freeing block 0 (entry 1): the root (3 entries: meta.end, slot 0, one pivot) 2 + 6;
+    # two full internal nodes at slot 0: 5 each; the leaf at slot 1 (two pivots): 6
+    walk = event_ops(p, "mtree_load", 0)
+    assert sum(op == Op.LOAD for op, *_ in walk) == 8 + 5 + 5 + 6
+    root = int(big.node(big.tree[2][-1][0]))
+    assert (Op.LOAD, root + dp.MN_META, 8, 0) in walk
 
 
 def test_free_is_constant_work_in_orig_and_grows_with_pages_in_list():
@@ -85,6 +95,96 @@ def test_free_is_constant_work_in_orig_and_grows_with_pages_in_list():
     for size, pages in ((16, 32), (4096, 1024)):
         walk = (pages + 1) / 2
         assert loads_per_free("list", size)[1] == pytest.approx(2 * walk - 1 + 4)
+
+
+def event_ops(program, site, nth):
+    """The ops from the nth time `site` is entered up to the next SITE op of another site
+    or the end: (op, addr, size, imm) tuples."""
+    ops, sid = program.ops, program.site_names.index(site)
+    starts = np.nonzero((ops[:, COL_OP] == Op.SITE) & (ops[:, COL_IMM] == sid))[0]
+    out = []
+    for row in ops[starts[nth] + 1:]:
+        if row[COL_OP] == Op.SITE:
+            break
+        out.append(tuple(int(row[c]) for c in (COL_OP, COL_ADDR, COL_SIZE, COL_IMM)))
+    return out
+
+
+def test_lock_and_unlock_are_v64s_irqsave_and_irqrestore_without_popf():
+    # v6.4 x86-64 (irqflags.h since ab234a260b1f, qspinlock.h): save = PUSHF; POP, CLI, then
+    # LOCK CMPXCHG of the 4-byte lock word; restore = a 1-byte store of 0 to the lock byte,
+    # then STI. A free of a round without page set-up, in `orig`: the declared call work,
+    # PUSHF; POP + CLI, the locked op, the free-list update, the byte store, STI
+    pool = dp.DmaPool("orig", 1024, 1024, 0, 1 << 32)
+    dp.dmapool_test_alloc(pool, 4, COSTS)
+    p = dp.dmapool_test_alloc(pool, 4, COSTS)
+    lock = pool.pool + dp.POOL_LOCK
+    work = lambda cycles: (Op.WORK, cycles)              # noqa: E731 (a WORK has no address)
+    brief = lambda ops: [(o[0], o[3]) if o[0] == Op.WORK else o for o in ops]   # noqa: E731
+    free = brief(event_ops(p, "dma_pool_free", 0))
+    assert free[:3] == [work(COSTS.call), work(COSTS.irq_save), (Op.LOCK_RMW, lock, 4, 1)]
+    assert free[-2:] == [(Op.STORE, lock, 1, 0), work(COSTS.irq_restore)]
+    alloc = brief(event_ops(p, "dma_pool_alloc", 0))
+    assert alloc[:2] == [work(COSTS.call), work(COSTS.irq_save)]
+    k = alloc.index((Op.STORE, lock, 1, 0))
+    assert alloc[k + 1] == work(COSTS.irq_restore)
+    # one lock and one unlock per call: 8 calls
+    assert np.sum(p.ops[:, COL_OP] == Op.LOCK_RMW) == 8
+    works = p.ops[p.ops[:, COL_OP] == Op.WORK, COL_IMM]
+    assert sorted(set(works.tolist())) == sorted({COSTS.call, COSTS.irq_save, COSTS.irq_restore})
+
+
+def test_costs_of_a_profile_sum_pushf_pop_and_cli_and_take_sti_alone():
+    v = load_profile("skylake-ddr4").values
+    c = dp.Costs.of(v)
+    assert c.irq_save == v["instr"]["pushf_pop_cycles"] + v["instr"]["cli_cycles"]
+    assert c.irq_restore == v["instr"]["sti_cycles"]
+
+
+def test_test_loop_reloads_pool_and_the_handle_is_stored_before_the_vaddr():
+    # dmapool_test.c: `pool` is a static pointer passed to every call (a load per call);
+    # dma_pool_alloc stores *handle (p[i].dma) before the caller stores p[i].v
+    pool = dp.DmaPool("orig", 1024, 1024, 0, 1 << 32)
+    p = dp.dmapool_test_alloc(pool, 4, COSTS)
+    var, pairs = pool.base + dp.AT_POOL_VAR, pool.base + dp.AT_PAIRS
+    ops = p.ops
+    loads = ops[ops[:, COL_OP] == Op.LOAD, COL_ADDR]
+    assert np.sum(loads == var) == 8                  # 4 allocs + 4 frees
+    stores = [int(a) for a in ops[ops[:, COL_OP] == Op.STORE, COL_ADDR]
+              if pairs <= a < pairs + 4 * dp.PAIR_BYTES]
+    assert stores == [pairs + 16 * i + off for i in range(4) for off in (dp.PAIR_DMA, dp.PAIR_V)]
+
+
+def test_pool_initialise_page_stores_three_times_per_block_and_counts():
+    # v6.4 pool_initialise_page, 4 blocks of 1024 B per page: per block block->dma,
+    # block->next_block = NULL and (but the first) last->next_block = block, then after the
+    # loop last->next_block = pool->next_block: 4 + 4 + 3 + 1 = 12 stores into DMA memory.
+    # Loads: page->vaddr, page->dma, per block pool->size, pool->allocation, pool->nr_blocks
+    # (12), pool->next_block, list_add's head->next, pool->nr_pages: 17
+    pool = dp.DmaPool("orig", 1024, 1024, 0, 1 << 32)
+    p = dp.dmapool_test_alloc(pool, 4, COSTS)
+    init = event_ops(p, "pool_initialise_page", 0)
+    dma = pool.base + dp.AT_DMA
+    assert sum(op == Op.STORE and dma <= a < dma + 4096 for op, a, _, _ in init) == 12
+    assert sum(op == Op.LOAD for op, *_ in init) == 17
+
+
+def test_page_list_and_counters_in_memory_after_the_first_round():
+    # 12 blocks of 1024 B: three pages, each list_add'ed at the head: pool->page_list ->
+    # page 2 -> page 1 -> page 0 -> back to the head; struct dma_page is 32 bytes in v6.4
+    # (kmalloc-32: two per line)
+    m, pool = run_round("orig")
+    head = pool.pool + dp.POOL_PAGE_LIST
+    pages = [pool.base + dp.AT_PAGES + 32 * j for j in range(3)]
+    assert word(m, head) == pages[2] and word(m, head + 8) == pages[0]
+    assert [word(m, pg + dp.PAGE_LIST) for pg in pages] == [head, pages[0], pages[1]]
+    assert [word(m, pg + dp.PAGE_PREV) for pg in pages] == [pages[1], pages[2], head]
+    assert [word(m, pg + dp.PAGE_VADDR) for pg in pages] == \
+        [int(pool.vaddr(4 * j)) for j in range(3)]
+    assert word(m, pool.pool + dp.POOL_NR_BLOCKS) == 12
+    assert word(m, pool.pool + dp.POOL_NR_PAGES) == 3
+    assert word(m, pool.pool + dp.POOL_NR_ACTIVE) == 0
+    assert m.read(pool.pool + dp.POOL_LOCK, 4) == bytes(4)       # unlocked
 
 
 def run_round(variant, blocks=12):

@@ -5,7 +5,7 @@ import pytest
 
 from emu import Machine
 from isa import Op, Program
-from isa.ops import COL_ADDR, COL_FLAGS, COL_OP
+from isa.ops import COL_ADDR, COL_FLAGS, COL_IMM, COL_OP, FLAG_DEPENDENT
 from kernels import slub
 from kernels.iov_iter import IovIter, copy_from_iter_flushcache
 from kernels.memmap import Memmap
@@ -23,6 +23,7 @@ REGIONS = [dict(name="dram0", base=0, size_bytes=4 * GiB, media="dram", node=0),
                 privilege="user"),
            dict(name="pmem0", base=8 * GiB, size_bytes=1 * GiB, media="optane", node=0)]
 KINDS = {"dram": "dram", "optane": "optane"}
+DIV64 = 36     # cycles of the slab check's 64-bit DIV: an input the check passes on as WORK
 
 
 def machine():
@@ -66,7 +67,7 @@ def loads(p):
 def test_check_of_a_pmem_destination_reads_its_struct_page_in_kernel_order():
     m = machine()
     mm = memmap(m, "dev")
-    hard = Hardening.create(mm)
+    hard = Hardening.create(mm, DIV64)
     dst = 8 * GiB + 18 * MiB + 100        # first data page of the namespace
     p = Program()
     __check_object_size(p, hard, dst, 4096, False)
@@ -85,7 +86,7 @@ def test_check_of_a_pmem_destination_reads_its_struct_page_in_kernel_order():
 @pytest.mark.parametrize("placement,optane_reads", [("dev", True), ("mem", False)])
 def test_memmap_placement_decides_the_media_of_the_struct_page_read(placement, optane_reads):
     m = machine()
-    hard = Hardening.create(memmap(m, placement))
+    hard = Hardening.create(memmap(m, placement), DIV64)
     p = Program()
     __check_object_size(p, hard, 8 * GiB + 18 * MiB + 4096 * 7, 4096, False)
     m.run(p)
@@ -98,7 +99,7 @@ def test_memmap_placement_decides_the_media_of_the_struct_page_read(placement, o
 def slab_rig(fallback=True):
     m = machine()
     mm = memmap(m, "dev")
-    hard = Hardening.create(mm, fallback=fallback)
+    hard = Hardening.create(mm, DIV64, fallback=fallback)
     cache = slub.kmem_cache_create_usercopy(mm, "test_cache", 200, 8, 16, 64)
     objs = [slub.kmem_cache_alloc(mm, cache) for _ in range(3)]
     user = 4 * GiB
@@ -151,11 +152,25 @@ def test_refused_copy_emitted_no_copy_op():
     with pytest.raises(UsercopyAbort):
         copy_from_iter_flushcache(p, hard, Op.CLWB, objs[0] + 16, 100, i)
     kinds = {Op(int(r[COL_OP])) for r in p.ops}
-    assert kinds <= {Op.LOAD, Op.SITE} and i.count == 100
+    assert kinds <= {Op.LOAD, Op.SITE, Op.WORK} and i.count == 100
     # the slab page's struct page, then the cache's size and whitelist lines were read
     cache = hard.mm.slab_cache[hard.mm.pfn_to_page(objs[0] >> 12)]
     assert [a for a, _ in loads(p)][-3:] == [cache.addr + 0x08, cache.addr + 0x18,
                                             cache.addr + 0xC0]
+
+
+def test_slab_offset_is_a_division_on_the_size_just_loaded():
+    # __check_heap_object: offset = (ptr - page_address(page)) % s->size, a DIV r64 by the
+    # value of the s->size load, before the whitelist compares that need it
+    m, hard, objs, user = slab_rig()
+    p, _ = copy_into(m, hard, objs[1] + 16, 64, user)
+    cache = hard.mm.slab_cache[hard.mm.pfn_to_page(objs[1] >> 12)]
+    ops = p.ops
+    size_load = (ops[:, COL_OP] == Op.LOAD) & (ops[:, COL_ADDR] == cache.addr + 0x18)
+    at = int(np.nonzero(size_load)[0][0])
+    assert ops[at + 1, COL_OP] == Op.WORK and ops[at + 1, COL_IMM] == DIV64
+    assert ops[at + 1, COL_FLAGS] & FLAG_DEPENDENT
+    assert np.sum(ops[:, COL_OP] == Op.WORK) == 1
 
 
 def test_fallback_warns_inside_the_object():
@@ -167,7 +182,7 @@ def test_fallback_warns_inside_the_object():
 
 def test_stack_text_null_and_wrap_are_refused():
     m = machine()
-    hard = Hardening.create(memmap(m, "dev"))
+    hard = Hardening.create(memmap(m, "dev"), DIV64)
     stack = hard.task.stack
     __check_object_size(Program(), hard, stack + 100, 200, True)          # inside: fine
     for ptr, n, name in [(stack - 8, 16, "process stack"), (hard.text[0] + 64, 8, "kernel text"),
@@ -180,7 +195,8 @@ def test_stack_text_null_and_wrap_are_refused():
 def test_disabled_or_zero_size_checks_nothing():
     m = machine()
     mm = memmap(m, "dev")
-    for hard, n in [(Hardening.create(mm, enabled=False), 100), (Hardening.create(mm), 0)]:
+    for hard, n in [(Hardening.create(mm, DIV64, enabled=False), 100),
+                    (Hardening.create(mm, DIV64), 0)]:
         p = Program()
         __check_object_size(p, hard, 8, n, False)      # would be a "null address" abort
         assert len(p) == 0
@@ -188,7 +204,7 @@ def test_disabled_or_zero_size_checks_nothing():
 
 def test_check_copy_size_refuses_known_overflows_and_huge_sizes():
     m = machine()
-    hard = Hardening.create(memmap(m, "dev"))
+    hard = Hardening.create(memmap(m, "dev"), DIV64)
     p = Program()
     with pytest.warns(UsercopyWarning, match=r"Buffer overflow detected \(16 < 32\)"):
         assert check_copy_size(p, hard, 8 * GiB + 18 * MiB, 32, False, object_size=16) is False

@@ -77,7 +77,8 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
         raise ProfileError(f"profile {m.profile.name!r} has no pmem (optane or nvdimm-n) "
                            f"region on node 0 to hold the DAX file system")
     pmem = PmemDevice.for_namespace(mm, namespaces[0], clwb_op(values),
-                                    Hardening.create(mm) if hardened else None)
+                                    Hardening.create(mm, values["instr"]["div64_cycles"])
+                                    if hardened else None)
     pmem.copy_mc = copy_mc
     if file_size > pmem.capacity:
         raise FioError(f"--file-size: {file_size} bytes (whole pages) do not fit the "
