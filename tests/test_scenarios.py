@@ -159,7 +159,7 @@ def test_function_tables_have_no_unexplained_none_row(capsys, argv, key, loop):
 
 def test_readings_run_each_setting_and_bracket_the_metric():
     # a study's READINGS run beside the profile's own settings; a str value takes another
-    # profile key's value (skylake-ddr4: pushf_popf_cycles 24, stac_cycles 3)
+    # profile key's value (skylake-ddr4: lfence_cycles 4, stac_cycles 3)
     import argparse
     import types
 
@@ -170,10 +170,10 @@ def test_readings_run_each_setting_and_bracket_the_metric():
         return {"variants": {"a": {"m": over.get("instr.stac_cycles", 3) * 10},
                              "b": {"m": 7 - over.get("instr.stac_clac_serialize", 0)}}}
     mod = types.SimpleNamespace(METRIC="m", run=run, READINGS={
-        "flag write": ("as PUSHF+POPF", {"instr.stac_cycles": "instr.pushf_popf_cycles"}),
+        "as lfence": ("as LFENCE's cost", {"instr.stac_cycles": "instr.lfence_cycles"}),
         "serializing": ("as LFENCE", {"instr.stac_clac_serialize": 1})})
     args = argparse.Namespace(profile="skylake-ddr4", overrides=[])
     out = readings(mod, args, run(args))
-    assert out["readings"]["flag write"]["overrides"] == {"instr.stac_cycles": 24}
-    assert out["readings"]["flag write"]["m"] == {"a": 240, "b": 7}
-    assert out["bracket"] == {"a": [30, 240], "b": [6, 7]}
+    assert out["readings"]["as lfence"]["overrides"] == {"instr.stac_cycles": 4}
+    assert out["readings"]["as lfence"]["m"] == {"a": 40, "b": 7}
+    assert out["bracket"] == {"a": [30, 40], "b": [6, 7]}
