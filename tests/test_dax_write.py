@@ -52,7 +52,12 @@ def test_bytes_written_are_read_back_and_durable_after_a_fence(variant):
         want = data[off % 11:off % 11 + n]
         addr = DATA_DEV + k * 4 * 4096 + off
         assert m.read(addr, n) == want, (off, n)
-        assert img.read(addr, n) == want, (off, n)
+        # below 8 bytes __copy_user_flushcache writes back only dst's line (usercopy_64.c
+        # clean_cache_range(dst, 1)): of (4095, 2) the byte in the next line is not durable
+        durable = 64 - addr % 64 if n < 8 and addr % 64 + n > 64 else n
+        assert img.read(addr, durable) == want[:durable], (off, n)
+        if durable < n:
+            assert img.read(addr + durable, n - durable) != want[durable:], (off, n)
 
 
 # ops of one aligned 4 KiB write, SITE rows left out, by hand from the kernel's code
@@ -64,7 +69,7 @@ BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD", "LOAD",                       # __pmem_direct_access: pmem, bb.count
               "LOAD", "LOAD",                       # dax_copy_from_iter: alive, ->copy_from_iter
               "LOAD",                               # _copy_from_iter_flushcache: the iovec
-              "STAC", "NT_COPY", "SFENCE", "CLAC",  # __copy_user_flushcache (aligned: no CLWB)
+              "STAC", "NT_COPY", "CLAC", "SFENCE",  # __copy_user_flushcache (aligned: no CLWB)
               "STORE",                              # iterator advanced
               "LOCK_RMW", "LOAD", "STORE"])         # dax_read_unlock: smp_mb, counter++
 
