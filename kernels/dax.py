@@ -25,6 +25,7 @@ from kernels.pmem import (
     pmem_copy_to_iter,
     pmem_dax_direct_access,
 )
+from kernels.usercopy import Task
 
 IOMAP_HOLE, IOMAP_MAPPED = "hole", "mapped"
 IOMAP_F_NEW = 1
@@ -174,7 +175,9 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
 class DaxFile:
     """An open file on the minimal fsdax file system: `size` bytes (i_size) of which the
     first `extent_bytes` are allocated, contiguously from device byte `extent_addr`.
-    `inode` is the inode's line, `stack` a kernel-stack page (iomap, iov_iter)."""
+    `inode` is the inode's line, `stack` a kernel-stack page (iomap, iov_iter, kiocb), `task`
+    the calling task (kernels/usercopy.Task: `current`, shared with the hardened-usercopy
+    stack check when the copy is checked)."""
     dax: DaxDevice
     bdev: Bdev
     inode: int
@@ -182,6 +185,7 @@ class DaxFile:
     size: int
     extent_addr: int
     extent_bytes: int
+    task: Task = None
     s_maxbytes: int = MAX_LFS_FILESIZE
 
     @classmethod
@@ -193,8 +197,10 @@ class DaxFile:
         if extent_addr + extent_bytes > dax.pmem.capacity:
             raise ValueError(f"extent [{extent_addr}, {extent_addr + extent_bytes}) is past the "
                              f"end of the {dax.pmem.capacity}-byte device")
+        hard = dax.pmem.hardening
         return cls(dax, bdev, mm.kalloc(2 * 64), mm.kalloc(PAGE_SIZE, PAGE_SIZE),
-                   extent_bytes if size is None else size, extent_addr, extent_bytes)
+                   extent_bytes if size is None else size, extent_addr, extent_bytes,
+                   hard.task if hard is not None else Task.create(mm))
 
 
 def iomap_begin(p, f, pos, length, write=True):

@@ -26,6 +26,9 @@ INT_MAX = 2**31 - 1
 ZERO_SIZE_PTR = 16
 THREAD_SIZE = 16 << 10             # x86-64, no KASAN: PAGE_SIZE << 2
 TASK_STACK_OFFSET = 0x18           # task_struct.stack (after thread_info, state)
+# thread.addr_limit (v5.0, set_fs): thread_struct ends task_struct, several KiB past ->stack;
+# the exact offset depends on the config, so the model's last task_struct line stands for it
+TASK_ADDR_LIMIT_OFFSET = 3 * 64
 NOT_STACK, GOOD_STACK, BAD_STACK = range(3)
 
 
@@ -57,8 +60,9 @@ def usercopy_warn(name, detail, to_user, offset, n):
 
 @dataclass
 class Task:
-    """The current task as the stack check reads it: the per-CPU `current_task` slot, the
-    task_struct and its THREAD_SIZE stack, all at fixed kernel addresses."""
+    """The current task as the stack check and v5.0's access_ok read it: the per-CPU
+    `current_task` slot, the task_struct (four lines: ->stack in the first, thread.addr_limit
+    in the last) and its THREAD_SIZE stack, all at fixed kernel addresses."""
     current_task: int
     task_struct: int
     stack: int

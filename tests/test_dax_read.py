@@ -92,3 +92,13 @@ def test_scenario_json_names(capsys):
     assert v["fragile+generic-bug"]["iops"] < v["fragile"]["iops"]
     assert main(["run", "dax-read-copy-mc", "--ios", "1", "--bs", "65536",
                  "--file-size", str(1 << 20), "--poison", str(2 << 20)]) == 2
+
+
+def test_read_access_ok_is_a_constant_compare_then_the_stack_set_up():
+    # v5.10 uaccess.h: access_ok compares with TASK_SIZE_MAX (no set_fs, no load); then
+    # new_sync_read stores the iovec, the kiocb and the iov_iter, and at the end *ppos
+    m, f, buf, ranges = rig()
+    p = Program()
+    ksys_pread64(p, f, buf, 4096, 0, ranges)
+    ops = [Op(o).name for o in p.ops[:, 0] if o != Op.SITE]
+    assert ops[:4] == ["BRANCH", "STORE", "STORE", "STORE"] and ops[-1] == "STORE"

@@ -7,7 +7,7 @@ import pytest
 
 from emu.studies.scenarios.dax_write_usercopy import build
 from isa import Op, Program
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE
+from isa.ops import COL_ADDR, COL_FLAGS, COL_OP, COL_SIZE, FLAG_DEPENDENT
 from kernels.dax import DaxFile, Iomap, dax_iomap_actor
 from kernels.iov_iter import IovIter
 from kernels.memmap import Memmap
@@ -61,7 +61,9 @@ def test_bytes_written_are_read_back_and_durable_after_a_fence(variant):
 
 
 # ops of one aligned 4 KiB write, SITE rows left out, by hand from the kernel's code
-BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
+BYPASS_4K = (["LOAD", "LOAD", "BRANCH",             # access_ok (v5.0): current, addr_limit
+              "STORE", "STORE", "STORE",            # new_sync_write: iovec, kiocb, iov_iter
+              "LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD",                               # dax_iomap_actor: the iomap
               "LOAD", "LOAD", "STORE", "LOCK_RMW",  # dax_read_lock: srcu_idx, counter++, smp_mb
               "LOAD", "LOAD",                       # bdev_dax_pgoff: bdev->bd_part->start_sect
@@ -71,7 +73,8 @@ BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD",                               # _copy_from_iter_flushcache: the iovec
               "STAC", "NT_COPY", "CLAC", "SFENCE",  # __copy_user_flushcache (aligned: no CLWB)
               "STORE",                              # iterator advanced
-              "LOCK_RMW", "LOAD", "STORE"])         # dax_read_unlock: smp_mb, counter++
+              "LOCK_RMW", "LOAD", "STORE",          # dax_read_unlock: smp_mb, counter++
+              "STORE"])                             # new_sync_write: *ppos = kiocb.ki_pos
 
 
 def test_aligned_write_op_sequence_unchecked():
@@ -194,3 +197,15 @@ def test_a_copy_of_nothing_is_efault():
     m, f, buf, _, ranges = rig("bypass")
     i = IovIter("iovec", [(buf, 0)], f.stack + 256)
     assert dax_iomap_actor(Program(), f, 0, 100, i, Iomap(0, 8192, 0)) == -errno.EFAULT
+
+
+def test_access_ok_reads_the_limit_through_current():
+    # v5.0 uaccess.h: access_ok compares with current->thread.addr_limit.seg, so the limit is a
+    # load through the per-CPU current_task, and the compare's branch waits for it
+    m, f, buf, _, ranges = rig("bypass")
+    p = Program()
+    ksys_pwrite64(p, f, buf, 4096, 8192, ranges)
+    rows = [r for r in p.ops if r[COL_OP] != Op.SITE][:3]
+    assert [int(r[COL_ADDR]) for r in rows[:2]] == [f.task.current_task,
+                                                   f.task.task_struct + 3 * 64]
+    assert rows[1][COL_FLAGS] & FLAG_DEPENDENT and rows[2][COL_FLAGS] & FLAG_DEPENDENT
