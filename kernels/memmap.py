@@ -2,8 +2,11 @@
 
 Follows include/asm-generic/memory_model.h and arch/x86 (SPARSEMEM_VMEMMAP: the struct page
 of a pfn is `vmemmap + pfn`, `vmemmap` a kernel variable under KASLR), mm/sparse.c
-(`pfn_valid` looks the pfn's 128 MiB section up in `mem_section`, SPARSEMEM_EXTREME: a root
-pointer, then the section) and drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
+(`pfn_valid`, an inline of include/linux/mmzone.h, looks the pfn's 128 MiB section up through
+`__nr_to_section`, SPARSEMEM_EXTREME: the global `struct mem_section **mem_section` (a
+pointer since v4.15; read in the v5.10.13 mmzone.h, Rtoax/linux-5.10.13, store id
+30843583993), the root pointer, then the section; v5.0's 16-byte struct mem_section
+(section_mem_map, pageblock_flags; no CONFIG_PAGE_EXTENSION), recalled) and drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
 pmem namespace: `ndctl create-namespace --map=dev` (the default) keeps the namespace's
 memmap inside the namespace, after an 8 KiB info block, and its data starts at
 ALIGN(8 KiB + 64 x pages, 2 MiB); `--map=mem` puts the memmap in DRAM and the data starts at
@@ -80,6 +83,7 @@ class Memmap:
         roots = -(-(max_pfn >> (SECTION_SHIFT - PAGE_SHIFT)) // SECTIONS_PER_ROOT) or 1
         self.mem_section = self.kalloc(8 * roots)
         self.section_roots = self.kalloc(PAGE_SIZE * roots, PAGE_SIZE)
+        self.mem_section_var = self.kalloc(8)     # the variable `mem_section`: the roots array
 
     def kalloc(self, nbytes, align=64):
         """A fixed kernel address for `nbytes` of kernel data in DRAM."""
@@ -120,11 +124,12 @@ class Memmap:
 
 
 def pfn_valid(p, mm, pfn):
-    """mm/sparse.c via mmzone.h: the pfn's mem_section must exist and have a memmap. Emits
-    the load of the root pointer and, dependent on it, of the section."""
+    """mmzone.h: the pfn's mem_section must exist and have a memmap. Emits three dependent
+    loads: the global `mem_section`, the root pointer through it, the section through that."""
     nr = pfn >> (SECTION_SHIFT - PAGE_SHIFT)
     root, idx = divmod(nr, SECTIONS_PER_ROOT)
-    p.load(mm.mem_section + 8 * root)
+    p.load(mm.mem_section_var)
+    p.load(mm.mem_section + 8 * root, dependent=True)
     p.load(mm.section_roots + PAGE_SIZE * root + 16 * idx, dependent=True)
     return mm.region_of(pfn << PAGE_SHIFT) is not None
 

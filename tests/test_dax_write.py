@@ -95,8 +95,9 @@ def test_checked_write_reads_the_struct_page_before_the_copy(variant, page):
     ksys_pwrite64(p, f, buf, 4096, 8192, ranges)
     got = names(p)
     i = BYPASS_4K.index("STAC") - 1       # before the iovec load
-    # check_object_size: pfn_valid (2), vmemmap + compound_head (2), flags, current, ->stack
-    assert got == BYPASS_4K[:i] + ["LOAD"] * 7 + BYPASS_4K[i:]
+    # check_object_size: pfn_valid (3: mem_section, root, section), vmemmap + compound_head
+    # (2), flags, current, ->stack
+    assert got == BYPASS_4K[:i] + ["LOAD"] * 8 + BYPASS_4K[i:]
     kaddr = f.dax.pmem.data_offset + PMEM0 + 8192
     struct_page = f.dax.pmem.hardening.mm.pfn_to_page(kaddr >> 12)
     if page is not None:
