@@ -3,9 +3,11 @@
 Follows fs/dax.c (v5.0/v5.1, blob 17638810) `dax_iomap_rw`, `dax_iomap_actor`,
 `dax_iomap_sector`, drivers/dax/super.c `bdev_dax_pgoff`, `dax_direct_access`,
 `dax_copy_from_iter`, `dax_copy_to_iter` (the read side as in v5.10, whose pmem copy is
-the machine-check-safe `_copy_mc_to_iter`), `dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`:
-per-CPU counter increment and smp_mb()), and fs/iomap.c `iomap_apply`
-(docs/kernel-paths.md §1.5). Errors are the kernel's negative errnos.
+the machine-check-safe `_copy_mc_to_iter`; a read of a hole or unwritten extent zero-fills
+the buffer with `iov_iter_zero`, fs/dax.c v5.10.13 `dax_iomap_actor`),
+`dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`: per-CPU counter increment
+and smp_mb()), and fs/iomap.c `iomap_apply` (docs/kernel-paths.md §1.5). Errors are the
+kernel's negative errnos.
 
 Model departures: the file system is a minimal fsdax one (`DaxFile`): one preallocated
 extent mapped at a fixed device offset, whose ->iomap_begin returns that extent
@@ -18,6 +20,7 @@ import errno
 from dataclasses import dataclass
 
 from kernels.barrier import smp_mb
+from kernels.iov_iter import iov_iter_zero
 from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
 from kernels.pmem import (
     SECTOR_SHIFT,
@@ -27,7 +30,7 @@ from kernels.pmem import (
 )
 from kernels.usercopy import Task
 
-IOMAP_HOLE, IOMAP_MAPPED = "hole", "mapped"
+IOMAP_HOLE, IOMAP_MAPPED, IOMAP_UNWRITTEN = "hole", "mapped", "unwritten"
 IOMAP_F_NEW = 1
 MAX_LFS_FILESIZE = 2**63 - 1
 
@@ -144,6 +147,9 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
         end = min(end, f.size)
         if pos >= end:
             return 0
+        if iomap.type in (IOMAP_HOLE, IOMAP_UNWRITTEN):
+            with p.function("iov_iter_zero"):
+                return iov_iter_zero(p, min(length, end - pos), i)
     if iomap.type != IOMAP_MAPPED:
         return -errno.EIO
     idx = dax_read_lock(p, f.dax, f.stack)

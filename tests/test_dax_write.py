@@ -11,6 +11,7 @@ from isa.ops import COL_ADDR, COL_FLAGS, COL_OP, COL_SIZE, FLAG_DEPENDENT
 from kernels.dax import DaxFile, Iomap, dax_iomap_actor
 from kernels.iov_iter import IovIter
 from kernels.memmap import Memmap
+from kernels.pmem import badblocks_check
 from kernels.read_write import ksys_pwrite64
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -70,7 +71,8 @@ BYPASS_4K = (["LOAD", "LOAD", "BRANCH",             # access_ok (v5.0): current,
               "LOAD", "LOAD",                       # dax_direct_access: alive, ->direct_access
               "LOAD", "LOAD",                       # __pmem_direct_access: pmem, bb.count
               "LOAD", "LOAD",                       # dax_copy_from_iter: alive, ->copy_from_iter
-              "LOAD",                               # _copy_from_iter_flushcache: the iovec
+              "LOAD", "LOAD",                       # _copy_from_iter_flushcache: iterator,
+                                                    # then the iovec through i->iov
               "STAC", "NT_COPY", "CLAC", "SFENCE",  # __copy_user_flushcache (aligned: no CLWB)
               "STORE",                              # iterator advanced
               "LOCK_RMW", "LOAD", "STORE",          # dax_read_unlock: smp_mb, counter++
@@ -94,7 +96,7 @@ def test_checked_write_reads_the_struct_page_before_the_copy(variant, page):
     p = Program()
     ksys_pwrite64(p, f, buf, 4096, 8192, ranges)
     got = names(p)
-    i = BYPASS_4K.index("STAC") - 1       # before the iovec load
+    i = BYPASS_4K.index("STAC") - 2       # before the iterator's loads
     # check_object_size: pfn_valid (3: mem_section, root, section), vmemmap + compound_head
     # (2), flags, current, ->stack
     assert got == BYPASS_4K[:i] + ["LOAD"] * 8 + BYPASS_4K[i:]
@@ -210,3 +212,22 @@ def test_access_ok_reads_the_limit_through_current():
     assert [int(r[COL_ADDR]) for r in rows[:2]] == [f.task.current_task,
                                                    f.task.task_struct + 3 * 64]
     assert rows[1][COL_FLAGS] & FLAG_DEPENDENT and rows[2][COL_FLAGS] & FLAG_DEPENDENT
+
+
+@pytest.mark.parametrize("table,sector,bad,probes", [
+    # badblocks.c: no binary-search probe for one range, but the backward scan reads p[0]
+    ([(16, 8)], 0, False, [0]),
+    ([(16, 8)], 16, True, [0]),
+    # four ranges, search for the last starting before sector 8+8: probes 2 (lo=0,hi=2) and
+    # 1 (lo=1), then the scan reads p[1] (ends at 9 > 8: overlaps) and p[0] (ends at 2)
+    ([(0, 2), (8, 1), (40, 8), (80, 8)], 8, True, [2, 1, 1, 0])])
+def test_badblocks_check_reads_the_table_as_the_kernel_does(table, sector, bad, probes):
+    m, f, *_ = rig("bypass")
+    pmem = f.dax.pmem
+    pmem.badblocks = table
+    p = Program()
+    assert badblocks_check(p, pmem, sector, 8) is bad
+    lds = [int(r[COL_ADDR]) for r in p.ops if r[COL_OP] == Op.LOAD]
+    bbl = pmem.addr + 64
+    # bb->page, read_seqbegin, bb->count, the table entries, read_seqretry
+    assert lds == [bbl + 24, bbl + 40, bbl] + [pmem.bb_page + 8 * k for k in probes] + [bbl + 40]
