@@ -6,11 +6,19 @@ of a pfn is `vmemmap + pfn`, `vmemmap` a kernel variable under KASLR), mm/sparse
 `__nr_to_section`, SPARSEMEM_EXTREME: the global `struct mem_section **mem_section` (a
 pointer since v4.15; read in the v5.10.13 mmzone.h, Rtoax/linux-5.10.13, store id
 30843583993), the root pointer, then the section; v5.0's 16-byte struct mem_section
-(section_mem_map, pageblock_flags; no CONFIG_PAGE_EXTENSION), recalled) and drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
+(section_mem_map, pageblock_flags; no CONFIG_PAGE_EXTENSION), recalled) and
+drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
 pmem namespace: `ndctl create-namespace --map=dev` (the default) keeps the namespace's
 memmap inside the namespace, after an 8 KiB info block, and its data starts at
 ALIGN(8 KiB + 64 x pages, 2 MiB); `--map=mem` puts the memmap in DRAM and the data starts at
 ALIGN(8 KiB, 2 MiB) (docs/hardware.md §1.5, docs/kernel-paths.md §1.3).
+
+Assumed, not confirmed at v5.0: the namespace's first struct page at base + 8 KiB. The kernel
+fills the memmap from the altmap after the 8 KiB reserve, and on x86-64 with PSE the v5.0
+vmemmap_populate takes the hugepage path (seen only in excerpts), whose altmap blocks are
+PMD-sized and aligned to their size (altmap_alloc_block_buf, v5.10.13): that would put it at
+base + 2 MiB, the memmap then ending exactly at the data offset. Either way each check reads
+one memmap line on the same media.
 
 Model departures: kernel virtual addresses (direct map, vmemmap, pmem mapping) are taken as
 the physical addresses they map to, so the address of a struct page *is* the address of its
