@@ -18,6 +18,12 @@ that consumes poison stops the run with MachineCheck, as an unrecoverable #MC wo
 `copy_mc_generic_bug`: the proposed version docs/scenarios.md §5 describes, which with the
 fragile key on ran copy_mc_fragile and then also the generic (fast-string) copy.
 
+The memcpy fallback (no fragile key, no ERMS) is emitted as memcpy_orig's unrolled loop
+(CAREFUL_COPY). In a ~v6.1 memcpy_64.S (store id 1020620356) the ALTERNATIVE_2 runs
+`rep movsq` + `rep movsb` instead on REP_GOOD CPUs; that v5.18 has the same alternative was
+not confirmed from source, so the unrolled loop stays, as an assumption. No study's variant
+takes this branch (their CPUs have ERMS).
+
 Model departures: copy_mc_fragile's source-alignment byte loop and its byte tail are part of
 the CAREFUL_COPY op (8-byte moves, byte moves for the rest); poison is line-granular, so
 its bytes-not-copied equals the kernel's 8-byte-word count for an aligned source.

@@ -3,9 +3,11 @@
 Follows fs/dax.c (v5.0/v5.1, blob 17638810) `dax_iomap_rw`, `dax_iomap_actor`,
 `dax_iomap_sector`, drivers/dax/super.c `bdev_dax_pgoff`, `dax_direct_access`,
 `dax_copy_from_iter`, `dax_copy_to_iter` (the read side as in v5.10, whose pmem copy is
-the machine-check-safe `_copy_mc_to_iter`), `dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`:
-per-CPU counter increment and smp_mb()), and fs/iomap.c `iomap_apply`
-(docs/kernel-paths.md §1.5). Errors are the kernel's negative errnos.
+the machine-check-safe `_copy_mc_to_iter`; a read of a hole or unwritten extent zero-fills
+the buffer with `iov_iter_zero`, fs/dax.c v5.10.13 `dax_iomap_actor`),
+`dax_read_lock`/`dax_read_unlock` (Tree SRCU `srcu_read_lock`: per-CPU counter increment
+and smp_mb()), and fs/iomap.c `iomap_apply` (docs/kernel-paths.md §1.5). Errors are the
+kernel's negative errnos.
 
 Model departures: the file system is a minimal fsdax one (`DaxFile`): one preallocated
 extent mapped at a fixed device offset, whose ->iomap_begin returns that extent
@@ -18,6 +20,7 @@ import errno
 from dataclasses import dataclass
 
 from kernels.barrier import smp_mb
+from kernels.iov_iter import iov_iter_zero
 from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
 from kernels.pmem import (
     SECTOR_SHIFT,
@@ -25,8 +28,9 @@ from kernels.pmem import (
     pmem_copy_to_iter,
     pmem_dax_direct_access,
 )
+from kernels.usercopy import Task
 
-IOMAP_HOLE, IOMAP_MAPPED = "hole", "mapped"
+IOMAP_HOLE, IOMAP_MAPPED, IOMAP_UNWRITTEN = "hole", "mapped", "unwritten"
 IOMAP_F_NEW = 1
 MAX_LFS_FILESIZE = 2**63 - 1
 
@@ -143,6 +147,9 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
         end = min(end, f.size)
         if pos >= end:
             return 0
+        if iomap.type in (IOMAP_HOLE, IOMAP_UNWRITTEN):
+            with p.function("iov_iter_zero"):
+                return iov_iter_zero(p, min(length, end - pos), i)
     if iomap.type != IOMAP_MAPPED:
         return -errno.EIO
     idx = dax_read_lock(p, f.dax, f.stack)
@@ -174,7 +181,9 @@ def dax_iomap_actor(p, f, pos, length, i, iomap):
 class DaxFile:
     """An open file on the minimal fsdax file system: `size` bytes (i_size) of which the
     first `extent_bytes` are allocated, contiguously from device byte `extent_addr`.
-    `inode` is the inode's line, `stack` a kernel-stack page (iomap, iov_iter)."""
+    `inode` is the inode's line, `stack` a kernel-stack page (iomap, iov_iter, kiocb), `task`
+    the calling task (kernels/usercopy.Task: `current`, shared with the hardened-usercopy
+    stack check when the copy is checked)."""
     dax: DaxDevice
     bdev: Bdev
     inode: int
@@ -182,6 +191,7 @@ class DaxFile:
     size: int
     extent_addr: int
     extent_bytes: int
+    task: Task = None
     s_maxbytes: int = MAX_LFS_FILESIZE
 
     @classmethod
@@ -193,8 +203,10 @@ class DaxFile:
         if extent_addr + extent_bytes > dax.pmem.capacity:
             raise ValueError(f"extent [{extent_addr}, {extent_addr + extent_bytes}) is past the "
                              f"end of the {dax.pmem.capacity}-byte device")
+        hard = dax.pmem.hardening
         return cls(dax, bdev, mm.kalloc(2 * 64), mm.kalloc(PAGE_SIZE, PAGE_SIZE),
-                   extent_bytes if size is None else size, extent_addr, extent_bytes)
+                   extent_bytes if size is None else size, extent_addr, extent_bytes,
+                   hard.task if hard is not None else Task.create(mm))
 
 
 def iomap_begin(p, f, pos, length, write=True):

@@ -8,15 +8,32 @@ first segment copied short. The read side, `_copy_mc_to_iter` (v5.10+; `_copy_to
 before), copies out through `copyout_mc` (access_ok + copy_mc_to_user) for a user iovec and
 copy_mc_to_kernel for a kvec (kernels/copy_mc.py).
 
+The read side is v5.10+ (lib/iov_iter.c v5.10.13, Rtoax/linux-5.10.13, as read in
+/work/reports/kernel-check-B.md §4): the dax-read-copy-mc study models copy_mc, so v5.0's
+checked `copy_to_iter_mcsafe` (check_copy_size on the pmem source) is not on its path.
+`iov_iter_zero` (a read of a hole or unwritten extent) clears a user segment with
+`clear_user` = access_ok, then `__clear_user` (arch/x86/lib/usercopy_64.c blob 02101c45):
+STAC, 8-byte stores of zero, byte stores for the rest, CLAC; a kvec segment with memset.
+
+`iterate_and_advance` reads the iterator (type, iov_offset, count, `iov`) and then each iovec
+entry through the `iov` pointer: one load of the iterator's line, the first entry's load
+dependent on it; at the end it writes count, iov_offset, nr_segs and iov back (one store of
+the iterator's line).
+
 Model departures: ITER_BVEC and ITER_PIPE are not modelled (a ValueError names them). The
-iterator and its iovec array sit at fixed kernel-stack addresses (`IovIter.addr`); reading
-and advancing them is one load per segment and one store. Whether a machine-check-safe copy
-comes up short is known only after the run: the read side advances the iterator as if every
-copy were whole and keeps each copy's Ret in `IovIter.copies`; `copied()` then gives the
-bytes the kernel's loop, which stops at the first short copy, would report.
+iterator and its iovec array sit at fixed kernel-stack addresses (`IovIter.addr`). Whether a
+machine-check-safe copy comes up short is known only after the run: the read side advances
+the iterator as if every copy were whole and keeps each copy's Ret in `IovIter.copies`;
+`copied()` then gives the bytes the kernel's loop, which stops at the first short copy, would
+report. (For a kvec the kernel then returns without writing the iterator back; the model
+still emits that store.) clear_user's stores are assumed not to fault: the buffer was checked
+against the task's user ranges up front (kernels/read_write.py).
 """
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from isa.program import Ret
 from kernels import copy_mc as mc
 from kernels import usercopy_64 as uc
 from kernels.uaccess import range_cmp
@@ -24,6 +41,7 @@ from kernels.usercopy import check_copy_size
 
 ITER_TYPES = ("iovec", "kvec")
 IOV_ITER_BYTES = 64        # struct iov_iter, then the iovec array (16 bytes an entry)
+ITER_FIELDS_BYTES = 40     # type, iov_offset, count, iov, nr_segs (x86-64, v5.0-v5.10)
 
 
 @dataclass
@@ -51,14 +69,20 @@ class IovIter:
         return sum(n for _, n in self.segs[self.seg:]) - self.iov_offset
 
 
+def _iovec_entry(p, i, first):
+    """Load the current iovec entry: through `i->iov`, loaded just before for the first."""
+    p.load(i.addr + IOV_ITER_BYTES + 16 * i.seg, dependent=first)
+
+
 def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
     """Copy up to `nbytes` from the iterator to pmem at `addr`, advancing it; returns the
     bytes copied."""
     nbytes = min(nbytes, i.count)
     done = 0
+    p.load(i.addr)                                     # type, iov_offset, count, iov
     while done < nbytes:
         base, n = i.segs[i.seg]
-        p.load(i.addr + IOV_ITER_BYTES + 16 * i.seg)   # the iovec: base and length
+        _iovec_entry(p, i, done == 0)                  # the iovec: base and length
         take = min(n - i.iov_offset, nbytes - done)
         left = 0
         if take and i.type == "iovec":
@@ -73,7 +97,7 @@ def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
             i.seg, i.iov_offset = i.seg + 1, 0
         if left:
             break
-    p.store(i.addr, size=8, value=i.count)            # iov_iter.count (and offset) updated
+    p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)   # count, offset, nr_segs, iov
     return done
 
 
@@ -97,9 +121,10 @@ def _copy_mc_to_iter(p, cm, addr, nbytes, i):
     bytes copied if no copy consumes poison (see copied())."""
     nbytes = min(nbytes, i.count)
     done = 0
+    p.load(i.addr)
     while done < nbytes:
         base, n = i.segs[i.seg]
-        p.load(i.addr + IOV_ITER_BYTES + 16 * i.seg)
+        _iovec_entry(p, i, done == 0)
         take = min(n - i.iov_offset, nbytes - done)
         if take:
             with p.function("copy_mc_to_user" if i.type == "iovec" else "copy_mc_to_kernel"):
@@ -113,7 +138,43 @@ def _copy_mc_to_iter(p, cm, addr, nbytes, i):
         i.iov_offset += take
         if i.iov_offset == n:
             i.seg, i.iov_offset = i.seg + 1, 0
-    p.store(i.addr, size=8, value=i.count)
+    p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)
+    return done
+
+
+def __clear_user(p, addr, n):
+    """STAC; 8-byte stores of zero, then byte stores; CLAC."""
+    p.stac()
+    words = n - n % 8
+    if words:
+        p.stores(np.arange(addr, addr + words, 8), size=8)
+    if n % 8:
+        p.stores(np.arange(addr + words, addr + n), size=1)
+    p.clac()
+
+
+def iov_iter_zero(p, nbytes, i):
+    """Zero up to `nbytes` of the iterator's segments (clear_user for a user iovec, memset
+    for a kvec), advancing it; returns the bytes zeroed."""
+    nbytes = min(nbytes, i.count)
+    done = 0
+    p.load(i.addr)
+    while done < nbytes:
+        base, n = i.segs[i.seg]
+        _iovec_entry(p, i, done == 0)
+        take = min(n - i.iov_offset, nbytes - done)
+        if take and i.type == "iovec":
+            with p.function("clear_user"), p.guarded(*range_cmp(base + i.iov_offset, take)):
+                __clear_user(p, base + i.iov_offset, take)
+        elif take:
+            p.stores(np.arange(base + i.iov_offset, base + i.iov_offset + take), size=1)
+        if take:
+            i.copies.append((Ret(None), take))
+        done += take
+        i.iov_offset += take
+        if i.iov_offset == n:
+            i.seg, i.iov_offset = i.seg + 1, 0
+    p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)
     return done
 
 

@@ -8,6 +8,12 @@ both present and enabled (PMEM_AVX512F=1); the non-temporal threshold is 256 byt
 Intel the "WC workaround" fences every 12 lines (768 bytes) of non-temporal stores. With
 eADR (`pmem_has_auto_flush`) the `_eadr` variants skip cache flushing.
 
+Not re-read at 52b9545b: the PMDK copies reachable (init.c of 2020, blob b1966e45, and 2022)
+enable AVX-512F by default (off only with PMEM_AVX512F=0) and, on an eADR region, copy with
+temporal stores at every size (`pmem_memmove_nodrain_eadr`); the module's opt-in AVX-512F
+and NT-above-256-bytes-under-eADR follow the snapshot as first read and are unverified
+against those (no study runs this module).
+
 Model departures: the AVX engine's 32-byte VMOVNTDQs are emitted as NT_COPY (8-byte
 load/MOVNT uops: the same lines reach the same WC buffers); PMDK's short cached moves of
 the edges are CAREFUL_COPY (8-byte moves, byte moves for the rest).

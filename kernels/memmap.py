@@ -2,12 +2,23 @@
 
 Follows include/asm-generic/memory_model.h and arch/x86 (SPARSEMEM_VMEMMAP: the struct page
 of a pfn is `vmemmap + pfn`, `vmemmap` a kernel variable under KASLR), mm/sparse.c
-(`pfn_valid` looks the pfn's 128 MiB section up in `mem_section`, SPARSEMEM_EXTREME: a root
-pointer, then the section) and drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
+(`pfn_valid`, an inline of include/linux/mmzone.h, looks the pfn's 128 MiB section up through
+`__nr_to_section`, SPARSEMEM_EXTREME: the global `struct mem_section **mem_section` (a
+pointer since v4.15; read in the v5.10.13 mmzone.h, Rtoax/linux-5.10.13, store id
+30843583993), the root pointer, then the section; v5.0's 16-byte struct mem_section
+(section_mem_map, pageblock_flags; no CONFIG_PAGE_EXTENSION), recalled) and
+drivers/nvdimm/pfn_devs.c `nd_pfn_init` (v5.0, recalled) for a
 pmem namespace: `ndctl create-namespace --map=dev` (the default) keeps the namespace's
 memmap inside the namespace, after an 8 KiB info block, and its data starts at
 ALIGN(8 KiB + 64 x pages, 2 MiB); `--map=mem` puts the memmap in DRAM and the data starts at
 ALIGN(8 KiB, 2 MiB) (docs/hardware.md §1.5, docs/kernel-paths.md §1.3).
+
+Assumed, not confirmed at v5.0: the namespace's first struct page at base + 8 KiB. The kernel
+fills the memmap from the altmap after the 8 KiB reserve, and on x86-64 with PSE the v5.0
+vmemmap_populate takes the hugepage path (seen only in excerpts), whose altmap blocks are
+PMD-sized and aligned to their size (altmap_alloc_block_buf, v5.10.13): that would put it at
+base + 2 MiB, the memmap then ending exactly at the data offset. Either way each check reads
+one memmap line on the same media.
 
 Model departures: kernel virtual addresses (direct map, vmemmap, pmem mapping) are taken as
 the physical addresses they map to, so the address of a struct page *is* the address of its
@@ -80,6 +91,7 @@ class Memmap:
         roots = -(-(max_pfn >> (SECTION_SHIFT - PAGE_SHIFT)) // SECTIONS_PER_ROOT) or 1
         self.mem_section = self.kalloc(8 * roots)
         self.section_roots = self.kalloc(PAGE_SIZE * roots, PAGE_SIZE)
+        self.mem_section_var = self.kalloc(8)     # the variable `mem_section`: the roots array
 
     def kalloc(self, nbytes, align=64):
         """A fixed kernel address for `nbytes` of kernel data in DRAM."""
@@ -120,11 +132,12 @@ class Memmap:
 
 
 def pfn_valid(p, mm, pfn):
-    """mm/sparse.c via mmzone.h: the pfn's mem_section must exist and have a memmap. Emits
-    the load of the root pointer and, dependent on it, of the section."""
+    """mmzone.h: the pfn's mem_section must exist and have a memmap. Emits three dependent
+    loads: the global `mem_section`, the root pointer through it, the section through that."""
     nr = pfn >> (SECTION_SHIFT - PAGE_SHIFT)
     root, idx = divmod(nr, SECTIONS_PER_ROOT)
-    p.load(mm.mem_section + 8 * root)
+    p.load(mm.mem_section_var)
+    p.load(mm.mem_section + 8 * root, dependent=True)
     p.load(mm.section_roots + PAGE_SIZE * root + 16 * idx, dependent=True)
     return mm.region_of(pfn << PAGE_SHIFT) is not None
 

@@ -1,8 +1,9 @@
 """The pmem driver's dax operations.
 
 Follows drivers/nvdimm/pmem.c (v5.0/v5.1) `__pmem_direct_access`, `pmem_dax_direct_access`
-and `pmem_copy_from_iter`, `pmem_copy_to_iter` (v5.10+: `_copy_mc_to_iter`), and
-block/badblocks.c `badblocks_check` through `is_bad_pmem`
+and `pmem_copy_from_iter`, `pmem_copy_to_iter` (v5.10+: `_copy_mc_to_iter`; the
+dax-read-copy-mc study's read side, so v5.0's checked `copy_to_iter_mcsafe` is not modelled),
+and block/badblocks.c `badblocks_check` through `is_bad_pmem`
 (docs/kernel-paths.md §1.4-1.5). Before v5.2 `pmem_copy_from_iter` called the checked
 `copy_from_iter_flushcache`; the patch "libnvdimm/pmem: Bypass CONFIG_HARDENED_USERCOPY
 overhead" (merged v5.2) switched it to `_copy_from_iter_flushcache`:
@@ -23,6 +24,7 @@ from kernels.memmap import PAGE_SHIFT, PAGE_SIZE
 
 SECTOR_SHIFT = 9
 BB_OFFSET = 64             # the embedded struct badblocks: second line of pmem_device
+BB_PAGE, BB_SEQ = 24, 40   # its page pointer and seqlock (after dev, count, unacked, shift)
 
 
 @dataclass
@@ -60,15 +62,33 @@ class PmemDevice:
 
 
 def badblocks_check(p, pmem, s, sectors):
-    """True if [s, s+sectors) overlaps a bad range. The kernel binary-searches the table for
-    the last range starting before the end: one dependent load per probe (8-byte entries)."""
-    bb = pmem.badblocks
+    """True if [s, s+sectors) overlaps a bad range (block/badblocks.c, pre-2022 form, store
+    id 20700906988): `p = bb->page`; read_seqbegin; `hi = bb->count`; binary search for the
+    last range starting before the end, one load per probe (8-byte entries; marked dependent:
+    the next probe's address follows from the compare); then, if the table is not empty,
+    the ranges from there backwards while they end after s, one load each (at least one);
+    read_seqretry. The struct badblocks fields are one line (BB_OFFSET)."""
+    bb, bbl = pmem.badblocks, pmem.addr + BB_OFFSET
+    target = s + sectors
+    p.load(bbl + BB_PAGE)                               # p = bb->page
+    p.load(bbl + BB_SEQ)                                # read_seqbegin(&bb->lock)
+    p.load(bbl)                                         # hi = bb->count
     lo, hi = 0, len(bb)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         p.load(pmem.bb_page + 8 * mid, dependent=True)
-        lo, hi = (mid, hi) if bb[mid][0] < s + sectors else (lo, mid)
-    return any(b < s + sectors and s < b + n for b, n in bb)
+        lo, hi = (mid, hi) if bb[mid][0] < target else (lo, mid)
+    bad = False
+    if hi > lo:
+        while lo >= 0:
+            p.load(pmem.bb_page + 8 * lo)
+            b, n = bb[lo]
+            if b + n <= s:
+                break
+            bad = bad or b < target
+            lo -= 1
+    p.load(bbl + BB_SEQ)                                # read_seqretry
+    return bad
 
 
 def is_bad_pmem(p, pmem, sector, nbytes):

@@ -2,8 +2,12 @@
 user space whose size is not a compile-time constant.
 
 Follows include/linux/thread_info.h (v5.x) `check_copy_size` / `check_object_size` and
-mm/usercopy.c (v5.0, blob 010e85f9) `__check_object_size`, in its v5.0 order: bogus address,
-heap object, stack object, kernel text (docs/kernel-paths.md §1.1-1.3). `check_heap_object` reads
+mm/usercopy.c `__check_object_size` (docs/kernel-paths.md §1.1-1.3) in the order bogus
+address, heap object, stack object, kernel text. The blob read, 010e85f9, is v5.2 or later
+(its SPDX GPL-2.0-only line) and checks the stack before the heap; the older heap-first order
+is kept because no v5.0 copy could be found and whether "usercopy: no check page span for
+stack objects" (posted 2018-12-30) reached v5.0 is not verified. For a pmem destination both
+checks run either way: the same loads, in another order. `check_heap_object` reads
 the destination's struct page (kernels/memmap.py); slab pages go on to mm/slub.c
 `__check_heap_object` (kernels/slub.py).
 
@@ -26,6 +30,9 @@ INT_MAX = 2**31 - 1
 ZERO_SIZE_PTR = 16
 THREAD_SIZE = 16 << 10             # x86-64, no KASAN: PAGE_SIZE << 2
 TASK_STACK_OFFSET = 0x18           # task_struct.stack (after thread_info, state)
+# thread.addr_limit (v5.0, set_fs): thread_struct ends task_struct, several KiB past ->stack;
+# the exact offset depends on the config, so the model's last task_struct line stands for it
+TASK_ADDR_LIMIT_OFFSET = 3 * 64
 NOT_STACK, GOOD_STACK, BAD_STACK = range(3)
 
 
@@ -57,8 +64,9 @@ def usercopy_warn(name, detail, to_user, offset, n):
 
 @dataclass
 class Task:
-    """The current task as the stack check reads it: the per-CPU `current_task` slot, the
-    task_struct and its THREAD_SIZE stack, all at fixed kernel addresses."""
+    """The current task as the stack check and v5.0's access_ok read it: the per-CPU
+    `current_task` slot, the task_struct (four lines: ->stack in the first, thread.addr_limit
+    in the last) and its THREAD_SIZE stack, all at fixed kernel addresses."""
     current_task: int
     task_struct: int
     stack: int
@@ -121,8 +129,9 @@ def check_stack_object(p, hard, obj, n):
 
 
 def check_kernel_text_object(hard, ptr, n, to_user):
-    """Abort if the range overlaps [_stext, _etext) (link-time constants: no loads). The
-    model's kernel text has no separate linear-map alias: the addresses are physical."""
+    """Abort if the range overlaps [_stext, _etext). The kernel then checks the text's
+    linear-map alias too (lm_alias: reads phys_base, and page_offset_base under KASLR;
+    recalled, not re-read): not emitted, and the model's text has no separate alias."""
     text_low, text_high = hard.text
     if ptr < text_high and text_low < ptr + n:
         usercopy_abort("kernel text", None, to_user, ptr - text_low, n)

@@ -1,7 +1,9 @@
 """x86-64 flush-cache copies into pmem, as emitted ops.
 
-Follows arch/x86/lib/usercopy_64.c (v4.17-v4.20 blob 02101c45, unchanged in substance
-later) and arch/x86/lib/copy_user_64.S `__copy_user_nocache` (v5.x), as read in
+Follows arch/x86/lib/usercopy_64.c (v4.17-v4.20, torvalds/linux blob 02101c45, store id
+3282823089; unchanged in substance later) and arch/x86/lib/copy_user_64.S
+`__copy_user_nocache` (the v4.x-v5.4 `ENTRY/ENDPROC` form, read in the
+kernelorg-mirror/linux_kernel_git_djbw_linux copy, store id 68562421345), as in
 docs/kernel-paths.md §2. `clwb()` is the kernel's alternative: CLWB, else
 CLFLUSHOPT, else CLFLUSH, chosen by the CPU (`Flush.for_profile`).
 
@@ -27,7 +29,8 @@ def clean_cache_range(p, flush, addr, size):
 def __copy_user_nocache(p, dst, src, size):
     """STAC; cached bytes up to 8-byte alignment of dst; 8-byte MOVNTI for the 64-byte blocks
     and remaining words; one 4-byte MOVNTI if 4 bytes are left and dst is 4-aligned; cached
-    bytes for the rest; SFENCE; CLAC. Returns the bytes not copied (0)."""
+    bytes for the rest; CLAC, then SFENCE (`.L_finish_copy`: ASM_CLAC; sfence; ret). Returns
+    the bytes not copied (0)."""
     p.stac()
     if size >= 8:
         head = (-dst) % 8
@@ -43,18 +46,20 @@ def __copy_user_nocache(p, dst, src, size):
         dst, src, size = dst + 4, src + 4, size - 4
     if size:
         p.careful_copy(dst, src, size)
-    p.sfence()
     p.clac()
+    p.sfence()
     return 0
 
 
 def __copy_user_flushcache(p, flush, dst, usrc, size):
     """User -> pmem: __copy_user_nocache, then write back what went through the cache. The
-    only SFENCE runs before these write-backs: they stay unordered until a later fence."""
+    only SFENCE runs before these write-backs: they stay unordered until a later fence.
+    Below 8 bytes the kernel writes back only the line holding dst (`clean_cache_range(dst,
+    1)`): a short copy that crosses a line leaves the second line's bytes in the cache."""
     rc = __copy_user_nocache(p, dst, usrc, size)
     if size < 8:
         if not (dst % 4 == 0 and size == 4):
-            clean_cache_range(p, flush, dst, size)  # the kernel's (dst, size): may span 2 lines
+            clean_cache_range(p, flush, dst, 1)
     else:
         head_end = dst
         if dst % 8:

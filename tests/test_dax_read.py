@@ -92,3 +92,28 @@ def test_scenario_json_names(capsys):
     assert v["fragile+generic-bug"]["iops"] < v["fragile"]["iops"]
     assert main(["run", "dax-read-copy-mc", "--ios", "1", "--bs", "65536",
                  "--file-size", str(1 << 20), "--poison", str(2 << 20)]) == 2
+
+
+def test_read_access_ok_is_a_constant_compare_then_the_stack_set_up():
+    # v5.10 uaccess.h: access_ok compares with TASK_SIZE_MAX (no set_fs, no load); then
+    # new_sync_read stores the iovec, the kiocb and the iov_iter, and at the end *ppos
+    m, f, buf, ranges = rig()
+    p = Program()
+    ksys_pread64(p, f, buf, 4096, 0, ranges)
+    ops = [Op(o).name for o in p.ops[:, 0] if o != Op.SITE]
+    assert ops[:4] == ["BRANCH", "STORE", "STORE", "STORE"] and ops[-1] == "STORE"
+
+
+def test_read_of_a_hole_zero_fills_the_buffer():
+    # fs/dax.c dax_iomap_actor: a read of a hole returns iov_iter_zero() -> clear_user
+    m, f, buf, ranges = rig()
+    f.size = FILE + 8192                  # past the file's one extent: a hole up to i_size
+    m.write(buf, b"\xff" * 300)
+    p = Program()
+    ret, it = ksys_pread64(p, f, buf, 300, FILE - 100, ranges)
+    assert ret == 300
+    ops = [Op(o).name for o in p.ops[:, 0] if o != Op.SITE]
+    assert ops.count("STAC") == 2 and ops.count("CLAC") == 2    # copy_mc_to_user, clear_user
+    res = m.run(p)
+    assert copied(res, it) == 300
+    assert m.read(buf, 300) == DATA[-100:].tobytes() + bytes(200)

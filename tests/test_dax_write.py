@@ -7,10 +7,11 @@ import pytest
 
 from emu.studies.scenarios.dax_write_usercopy import build
 from isa import Op, Program
-from isa.ops import COL_ADDR, COL_OP, COL_SIZE
+from isa.ops import COL_ADDR, COL_FLAGS, COL_OP, COL_SIZE, FLAG_DEPENDENT
 from kernels.dax import DaxFile, Iomap, dax_iomap_actor
 from kernels.iov_iter import IovIter
 from kernels.memmap import Memmap
+from kernels.pmem import badblocks_check
 from kernels.read_write import ksys_pwrite64
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -52,21 +53,30 @@ def test_bytes_written_are_read_back_and_durable_after_a_fence(variant):
         want = data[off % 11:off % 11 + n]
         addr = DATA_DEV + k * 4 * 4096 + off
         assert m.read(addr, n) == want, (off, n)
-        assert img.read(addr, n) == want, (off, n)
+        # below 8 bytes __copy_user_flushcache writes back only dst's line (usercopy_64.c
+        # clean_cache_range(dst, 1)): of (4095, 2) the byte in the next line is not durable
+        durable = 64 - addr % 64 if n < 8 and addr % 64 + n > 64 else n
+        assert img.read(addr, durable) == want[:durable], (off, n)
+        if durable < n:
+            assert img.read(addr + durable, n - durable) != want[durable:], (off, n)
 
 
 # ops of one aligned 4 KiB write, SITE rows left out, by hand from the kernel's code
-BYPASS_4K = (["LOAD", "LOAD",                       # ->iomap_begin: inode lines
+BYPASS_4K = (["LOAD", "LOAD", "BRANCH",             # access_ok (v5.0): current, addr_limit
+              "STORE", "STORE", "STORE",            # new_sync_write: iovec, kiocb, iov_iter
+              "LOAD", "LOAD",                       # ->iomap_begin: inode lines
               "LOAD",                               # dax_iomap_actor: the iomap
               "LOAD", "LOAD", "STORE", "LOCK_RMW",  # dax_read_lock: srcu_idx, counter++, smp_mb
               "LOAD", "LOAD",                       # bdev_dax_pgoff: bdev->bd_part->start_sect
               "LOAD", "LOAD",                       # dax_direct_access: alive, ->direct_access
               "LOAD", "LOAD",                       # __pmem_direct_access: pmem, bb.count
               "LOAD", "LOAD",                       # dax_copy_from_iter: alive, ->copy_from_iter
-              "LOAD",                               # _copy_from_iter_flushcache: the iovec
-              "STAC", "NT_COPY", "SFENCE", "CLAC",  # __copy_user_flushcache (aligned: no CLWB)
+              "LOAD", "LOAD",                       # _copy_from_iter_flushcache: iterator,
+                                                    # then the iovec through i->iov
+              "STAC", "NT_COPY", "CLAC", "SFENCE",  # __copy_user_flushcache (aligned: no CLWB)
               "STORE",                              # iterator advanced
-              "LOCK_RMW", "LOAD", "STORE"])         # dax_read_unlock: smp_mb, counter++
+              "LOCK_RMW", "LOAD", "STORE",          # dax_read_unlock: smp_mb, counter++
+              "STORE"])                             # new_sync_write: *ppos = kiocb.ki_pos
 
 
 def test_aligned_write_op_sequence_unchecked():
@@ -86,9 +96,10 @@ def test_checked_write_reads_the_struct_page_before_the_copy(variant, page):
     p = Program()
     ksys_pwrite64(p, f, buf, 4096, 8192, ranges)
     got = names(p)
-    i = BYPASS_4K.index("STAC") - 1       # before the iovec load
-    # check_object_size: pfn_valid (2), vmemmap + compound_head (2), flags, current, ->stack
-    assert got == BYPASS_4K[:i] + ["LOAD"] * 7 + BYPASS_4K[i:]
+    i = BYPASS_4K.index("STAC") - 2       # before the iterator's loads
+    # check_object_size: pfn_valid (3: mem_section, root, section), vmemmap + compound_head
+    # (2), flags, current, ->stack
+    assert got == BYPASS_4K[:i] + ["LOAD"] * 8 + BYPASS_4K[i:]
     kaddr = f.dax.pmem.data_offset + PMEM0 + 8192
     struct_page = f.dax.pmem.hardening.mm.pfn_to_page(kaddr >> 12)
     if page is not None:
@@ -189,3 +200,34 @@ def test_a_copy_of_nothing_is_efault():
     m, f, buf, _, ranges = rig("bypass")
     i = IovIter("iovec", [(buf, 0)], f.stack + 256)
     assert dax_iomap_actor(Program(), f, 0, 100, i, Iomap(0, 8192, 0)) == -errno.EFAULT
+
+
+def test_access_ok_reads_the_limit_through_current():
+    # v5.0 uaccess.h: access_ok compares with current->thread.addr_limit.seg, so the limit is a
+    # load through the per-CPU current_task, and the compare's branch waits for it
+    m, f, buf, _, ranges = rig("bypass")
+    p = Program()
+    ksys_pwrite64(p, f, buf, 4096, 8192, ranges)
+    rows = [r for r in p.ops if r[COL_OP] != Op.SITE][:3]
+    assert [int(r[COL_ADDR]) for r in rows[:2]] == [f.task.current_task,
+                                                   f.task.task_struct + 3 * 64]
+    assert rows[1][COL_FLAGS] & FLAG_DEPENDENT and rows[2][COL_FLAGS] & FLAG_DEPENDENT
+
+
+@pytest.mark.parametrize("table,sector,bad,probes", [
+    # badblocks.c: no binary-search probe for one range, but the backward scan reads p[0]
+    ([(16, 8)], 0, False, [0]),
+    ([(16, 8)], 16, True, [0]),
+    # four ranges, search for the last starting before sector 8+8: probes 2 (lo=0,hi=2) and
+    # 1 (lo=1), then the scan reads p[1] (ends at 9 > 8: overlaps) and p[0] (ends at 2)
+    ([(0, 2), (8, 1), (40, 8), (80, 8)], 8, True, [2, 1, 1, 0])])
+def test_badblocks_check_reads_the_table_as_the_kernel_does(table, sector, bad, probes):
+    m, f, *_ = rig("bypass")
+    pmem = f.dax.pmem
+    pmem.badblocks = table
+    p = Program()
+    assert badblocks_check(p, pmem, sector, 8) is bad
+    lds = [int(r[COL_ADDR]) for r in p.ops if r[COL_OP] == Op.LOAD]
+    bbl = pmem.addr + 64
+    # bb->page, read_seqbegin, bb->count, the table entries, read_seqretry
+    assert lds == [bbl + 24, bbl + 40, bbl] + [pmem.bb_page + 8 * k for k in probes] + [bbl + 40]

@@ -74,7 +74,8 @@ def test_check_of_a_pmem_destination_reads_its_struct_page_in_kernel_order():
     page = 8 * GiB + 8192 + 64 * ((18 * MiB) >> 12)
     nr = dst >> 27                        # 128 MiB sections, 256 per root page
     assert loads(p) == [
-        (mm.mem_section + 8 * (nr // 256), False),                 # pfn_valid: root pointer,
+        (mm.mem_section_var, False),                               # pfn_valid: mem_section,
+        (mm.mem_section + 8 * (nr // 256), True),                  # then the root pointer,
         (mm.section_roots + 4096 * (nr // 256) + 16 * (nr % 256), True),  # then the section
         (mm.vmemmap_base, False),                                  # virt_to_head_page
         (page + 8, True),                                          # page->compound_head
@@ -92,7 +93,8 @@ def test_memmap_placement_decides_the_media_of_the_struct_page_read(placement, o
     m.run(p)
     media = m.stats()["media"]
     assert (media["optane"]["reads"] > 0) is optane_reads
-    # mem_section, vmemmap, current, task->stack: four DRAM lines; the struct page a fifth
+    # mem_section (the variable, the roots array, the root page), vmemmap, current,
+    # task->stack: at least four DRAM lines; the struct page a fifth
     assert media["dram"]["reads"] >= (5 if not optane_reads else 4)
 
 

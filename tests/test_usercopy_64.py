@@ -5,7 +5,7 @@ import pytest
 
 from emu import Machine
 from isa import Op, Program
-from isa.ops import COL_IMM, COL_OP, COL_SIZE
+from isa.ops import COL_ADDR, COL_IMM, COL_OP, COL_SIZE
 from kernels import usercopy_64 as uc
 
 
@@ -18,19 +18,30 @@ def test_copy_user_flushcache_unaligned_op_sequence():
     p = Program()
     uc.__copy_user_flushcache(p, Op.CLWB, 0x1003, 0x9000, 100)
     # 5 cached bytes to 8-alignment, 88 B of MOVNTI words, 7 left at a 4-aligned dst: one
-    # 4-byte MOVNTI, 3 cached bytes, SFENCE, CLAC; dst unaligned -> CLWB of its line;
+    # 4-byte MOVNTI, 3 cached bytes, CLAC, SFENCE (copy_user_64.S .L_finish_copy); dst
+    # unaligned -> CLWB of its line;
     # 100 - (0x1040 - 0x1003) = 39 is not a multiple of 8 -> CLWB of the last line
     assert ops_of(p) == [("STAC", 0, None), ("CAREFUL_COPY", 5, None), ("NT_COPY", 88, None),
-                         ("NT_COPY", 4, None), ("CAREFUL_COPY", 3, None), ("SFENCE", 0, None),
-                         ("CLAC", 0, None),
+                         ("NT_COPY", 4, None), ("CAREFUL_COPY", 3, None), ("CLAC", 0, None),
+                         ("SFENCE", 0, None),
                          ("FLUSH_RANGE", 1, "CLWB"), ("FLUSH_RANGE", 1, "CLWB")]
 
 
 def test_copy_user_flushcache_four_aligned_bytes_need_no_writeback():
     p = Program()
     uc.__copy_user_flushcache(p, Op.CLWB, 0x1004, 0x9000, 4)
-    assert ops_of(p) == [("STAC", 0, None), ("NT_COPY", 4, None), ("SFENCE", 0, None),
-                         ("CLAC", 0, None)]
+    assert ops_of(p) == [("STAC", 0, None), ("NT_COPY", 4, None), ("CLAC", 0, None),
+                         ("SFENCE", 0, None)]
+
+
+def test_copy_user_flushcache_short_copy_writes_back_only_the_first_line():
+    p = Program()
+    uc.__copy_user_flushcache(p, Op.CLWB, 0x103e, 0x9000, 5)
+    # below 8 bytes: no MOVNTI (dst 0x103e is not 4-aligned), 5 cached bytes over two lines;
+    # usercopy_64.c then calls clean_cache_range(dst, 1): only the line of 0x103e
+    assert ops_of(p) == [("STAC", 0, None), ("CAREFUL_COPY", 5, None), ("CLAC", 0, None),
+                         ("SFENCE", 0, None), ("FLUSH_RANGE", 1, "CLWB")]
+    assert int(p.ops[-1][COL_ADDR]) == 0x103e
 
 
 def test_memcpy_flushcache_op_sequence():
@@ -77,3 +88,16 @@ def test_cached_tail_is_not_durable_until_a_later_fence():
     assert img.read(dst + 197, 3) != data[197:200]
     m.run(Program().sfence())
     assert m.crash().read(dst, 200) == data[:200]
+
+
+def test_short_copy_across_a_line_leaves_the_second_line_unwritten_back():
+    m, src, data, flush = _setup()
+    dst = m.regions["pmem0"]["base"] + 0x40000 + 62
+    p = Program()
+    uc.__copy_user_flushcache(p, flush, dst, src, 5)
+    m.run(p.sfence())
+    # the kernel writes back only dst's line: after a fence the first 2 bytes are durable,
+    # the 3 in the next line are still only in the cache
+    img = m.crash()
+    assert img.read(dst, 2) == data[:2]
+    assert img.read(dst + 2, 3) != data[2:5]
