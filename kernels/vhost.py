@@ -3,7 +3,10 @@
 Follows drivers/vhost/vhost.c (v5.0, blob 72343536: `vhost_get_vq_desc`, `translate_desc`,
 `vhost_add_used_n`, `vhost_signal`/`vhost_notify`, the `vhost_get_user`/`vhost_put_user`/
 `vhost_copy_*_user` accessors without an IOTLB) and drivers/vhost/net.c (`handle_tx_copy`,
-VHOST_NET_BATCH 64), as read in docs/kernel-paths.md §4. Three ways to reach the
+`vhost_net_build_xdp`, VHOST_NET_BATCH 64), as read in docs/kernel-paths.md §4; net.c read as
+torvalds/linux blob 1108564834 (the v5.2-v5.7 form: `handle_tx_copy` and
+`vhost_net_build_xdp` as in v5.0 but for the weight check's `vq` argument) and
+`vhost_net_build_xdp` alone as blob 28388013488 (v4.19-v5.7 form). Three ways to reach the
 guest's ring (a `Ring.path`):
 
 - "uaccess" (v5.0): `__get_user` / `__put_user` / `__copy_from_user` / `__copy_to_user`
@@ -36,6 +39,15 @@ PATHS = ("uaccess", "vmap", "checked")
 VHOST_NET_BATCH = 64
 DESC_BYTES = 16
 USED_ELEM_BYTES = 8
+# vhost_net_build_xdp's layout of a page-frag buffer (net.c; the sizes are x86-64 v5.0 ones,
+# recalled, not re-read: NET_SKB_PAD 64, NET_IP_ALIGN 0, XDP_PACKET_HEADROOM 256, struct
+# skb_shared_info 320 B, struct xdp_buff 48 B)
+VNET_HDR_BYTES = 12      # sock_hlen: virtio_net_hdr_mrg_rxbuf (VERSION_1), taken by the TAP
+GSO_OFFSET = 4           # offsetof(struct tun_xdp_hdr, gso), after `int buflen`
+XDP_PAD = 384            # SKB_DATA_ALIGN(VHOST_NET_RX_PAD + XDP_PACKET_HEADROOM + sock_hlen)
+SHINFO_BYTES = 320       # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+XDP_BUFF_BYTES = 48
+FRAG_BYTES = 32768       # the page frag: an order-3 page (SKB_FRAG_PAGE_ORDER)
 
 
 @dataclass
@@ -201,22 +213,32 @@ def guest_payload(head, n):
     return ((np.arange(n, dtype=np.int64) + head * 7) & 0xFF).astype(np.uint8).tobytes()
 
 
+def guest_desc(buf, pkt_bytes):
+    """The descriptor of a frame of `pkt_bytes` at `buf` whose vnet header the guest pushed
+    in front of it (DPDK virtio's can_push: one descriptor, header and frame): addr, len,
+    flags 0 (no NEXT, no INDIRECT), next 0."""
+    return ((buf - VNET_HDR_BYTES).to_bytes(8, "little")
+            + (pkt_bytes + VNET_HDR_BYTES).to_bytes(4, "little") + bytes(4))
+
+
 def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes):
     """The guest's side of avail entries first .. first+count-1, done by its own vCPU
     (virtio-user's virtqueue_enqueue_xmit and the avail index update, DPDK
-    drivers/net/virtio): per entry the payload of its buffer, its descriptor (head = entry
-    index % num, as the ring was set up) and the entry, then avail->idx, all PEER_WRITEs at
-    the addresses the host reads (the vmap alias too: it maps the same pages). Written just
-    before the host reads them; the guest reads the used ring in virtio_xmit_cleanup."""
+    drivers/net/virtio): per entry the payload of its buffer, the zeroed vnet header pushed
+    in front of it (the mbuf's headroom: VERSION_1 lets the header share the frame's
+    descriptor), its descriptor (head = entry index % num, as the ring was set up) and the
+    entry, then avail->idx, all PEER_WRITEs at the addresses the host reads (the vmap alias
+    too: it maps the same pages). Written just before the host reads them; the guest reads
+    the used ring in virtio_xmit_cleanup."""
     with p.function("guest (peer core)"):
         for idx in range(first, first + count):
             head = idx % ring.num
             buf = bufs + stride * head
             payload = guest_payload(head, pkt_bytes)
+            p.peer_write(buf - VNET_HDR_BYTES, bytes(VNET_HDR_BYTES))
             for off in range(0, pkt_bytes, 64):
                 p.peer_write(buf + off, payload[off:off + 64])
-            p.peer_write(ring.desc + DESC_BYTES * head, buf.to_bytes(8, "little")
-                         + pkt_bytes.to_bytes(4, "little") + bytes(4))
+            p.peer_write(ring.desc + DESC_BYTES * head, guest_desc(buf, pkt_bytes))
             p.peer_write(ring.avail_ring(idx), head.to_bytes(2, "little"))
         p.peer_write(ring.avail + 2, ((first + count) & 0xFFFF).to_bytes(2, "little"))
 
@@ -231,9 +253,71 @@ def virtio_xmit_cleanup(p, ring, first, count):
             p.peer_read(ring.used_ring(idx), USED_ELEM_BYTES)
 
 
-def copyin(p, dst, src, n):
-    """lib/iov_iter.c copyin: access_ok, then raw_copy_from_user (the packet payload; a
-    user copy on every path: the vmap series changed the metadata accessors only). src is
-    the iovec translate_desc computed: the copy waits for its last load."""
+def copyin(p, dst, src, n, dependent=True):
+    """lib/iov_iter.c copyin: access_ok, then raw_copy_from_user (a user copy on every path:
+    the vmap series changed the metadata accessors only). `dependent`: src came from the
+    previous load's data (the iovec translate_desc computed from the descriptor)."""
     with p.guarded(*ua.range_cmp(src, n)):
-        ua.raw_copy_from_user(p, dst, src, n, dependent=True)
+        ua.raw_copy_from_user(p, dst, src, n, dependent=dependent)
+
+
+@dataclass
+class TxBuffers:
+    """vhost_net_build_xdp's kernel state: `net` (the struct vhost_net line holding
+    page_frag.offset and refcnt_bias), `xdp` (nvq->xdp[], the batch's xdp_buffs), `frags`
+    (the page frag the packets are built in) and the current offset and batch count."""
+    net: int
+    xdp: int
+    frags: int
+    offset: int = 0
+    batched: int = 0
+
+
+def xdp_buflen(length):
+    """buflen of a packet of `length` bytes (vnet header included): the shared info, then the
+    pad and the packet, each rounded up to the cache line (SKB_DATA_ALIGN)."""
+    return SHINFO_BYTES + (length + XDP_PAD + 63) // 64 * 64
+
+
+def vhost_net_build_xdp(p, tx, src, length):
+    """One packet of `length` bytes (the vnet header, then the frame) at guest address `src`
+    (the descriptor's buffer) built into the page frag, as v5.0 does when the socket can
+    batch (sk_sndbuf == INT_MAX, TAP): copy_page_from_iter of the sock_hlen-byte header to
+    hdr->gso, a read of gso->flags (VIRTIO_NET_HDR_F_NEEDS_CSUM: the guest sets none, so the
+    hdr_len fix-up is not taken), copy_page_from_iter of the frame to buf + pad, then the
+    xdp_buff, hdr->buflen, refcnt_bias and the frag offset. Each copy_page_from_iter of one
+    user iovec segment is one copyin (lib/iov_iter.c copy_page_from_iter_iovec): two
+    STAC/CLAC pairs a packet. Returns the kernel address of the copied frame.
+
+    The header copy waits for the descriptor (its source is the iovec's); the gso->flags load
+    reads what it stored, so it waits for its data (flagged dependent: the emulator has no
+    store-to-load forwarding of timing); the frame's copy is not flagged: its source is the
+    same iovec's, whose address the header copy already waited for (a dependent copy holds
+    dispatch until it), and it does not wait for gso->flags (only a predicted branch does).
+    An op's one predecessor is the previous load, so the bookkeeping load (the kernel reads
+    alloc_frag->offset first) sits between gso->flags and the frame's copy, where no op waits
+    for it: the caller's xdp1 work waits for the frame's data, the header copy for the
+    iovec's."""
+    if not VNET_HDR_BYTES < length <= 4096 - SHINFO_BYTES - XDP_PAD:
+        raise ValueError(f"packet of {length} bytes: vhost_net_build_xdp takes a vnet header "
+                         f"and a frame that fits one page with its pad (-ENOSPC)")
+    buflen = xdp_buflen(length)
+    tx.offset = (tx.offset + 63) // 64 * 64           # ALIGN(alloc_frag->offset, 64)
+    if tx.offset + buflen > FRAG_BYTES:   # vhost_net_page_frag_refill: a new page; the model
+        tx.offset = 0                     # reuses the same one (no page allocator here)
+    buf = tx.frags + tx.offset
+    with p.function("copyin (vnet header)"):
+        copyin(p, buf + GSO_OFFSET, src, VNET_HDR_BYTES)
+    p.load(buf + GSO_OFFSET, 1, dependent=True)        # gso->flags
+    p.load(tx.net, 8)                                  # alloc_frag->offset, refcnt_bias
+    with p.function("copyin (payload)"):
+        copyin(p, buf + XDP_PAD, src + VNET_HDR_BYTES, length - VNET_HDR_BYTES,
+               dependent=False)
+    xdp = tx.xdp + XDP_BUFF_BYTES * tx.batched
+    p.store(xdp, size=16, value=buf + XDP_PAD)         # xdp->data, data_end
+    p.store(xdp + 24, size=8, value=buf)               # xdp->data_hard_start
+    p.store(buf, size=4, value=buflen)                 # hdr->buflen
+    tx.offset += buflen
+    p.store(tx.net, size=8, value=tx.offset)           # --refcnt_bias, alloc_frag->offset
+    tx.batched += 1
+    return buf + XDP_PAD

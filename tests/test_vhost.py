@@ -5,6 +5,7 @@ packet the avail ring entry (2 B), the descriptor (16 B) and translate_desc; per
 avail index, the used elements, used->idx, smp_mb and used_event."""
 import json
 
+import numpy as np
 import pytest
 
 from emu.studies.cli import main
@@ -71,9 +72,16 @@ def test_one_packet_moves_the_descriptor_and_the_payload(variant):
     m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH, 64))
     # the batch used heads 3..66; the last descriptor (addr, len) read sits in the stack line
     desc = m.read(ring.stack, 16)
-    assert int.from_bytes(desc[:8], "little") == bufs + 66 * vhost_tx.BUF_STRIDE
-    assert int.from_bytes(desc[8:12], "little") == 64
-    assert m.read(frags, 64) == vhost.guest_payload(3, 64)   # packet 0 = head 3's payload
+    # the guest pushed the 12-byte vnet header in front of the frame: one descriptor for both
+    assert int.from_bytes(desc[:8], "little") == bufs + 66 * vhost_tx.BUF_STRIDE - 12
+    assert int.from_bytes(desc[8:12], "little") == 12 + 64
+    # packets are built one buflen apart in the 32 KiB frag: the header at hdr->gso (offset
+    # 4), the frame at pad = ALIGN(64 + 256 + 12, 64) = 384; buflen = 320 + ALIGN(76 + 384,
+    # 64) = 832, so 39 fit; packet 39 starts the frag again (the refill's new page)
+    assert m.read(frags + 38 * 832 + 384, 64) == vhost.guest_payload(3 + 38, 64)
+    assert m.read(frags + 24 * 832 + 384, 64) == vhost.guest_payload(3 + 63, 64)
+    assert m.read(frags + 4, 12) == bytes(12)
+    assert int.from_bytes(m.read(frags, 4), "little") == 832
     # the guest's writes reached the host as cache-to-cache transfers: each payload line and
     # each of the 16 descriptor lines (4 descriptors a line) of the batch, at least
     assert m.stats()["levels"]["llc"]["peer_transfers"] >= 64 + 16
@@ -118,18 +126,40 @@ def test_table_header_states_the_packets_and_size_run(capsys):
 
 
 def test_pkt_bytes_is_bounded_by_the_guest_buffer(capsys):
-    assert main(["run", "vhost-tx", "--pkt-bytes", str(vhost_tx.BUF_STRIDE + 1)]) == 2
+    top = vhost_tx.BUF_STRIDE - 12          # the frame and its 12-byte vnet header
+    assert vhost_tx.MAX_PKT_BYTES == top
+    assert main(["run", "vhost-tx", "--pkt-bytes", str(top + 1)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and "--pkt-bytes" in err and str(vhost_tx.BUF_STRIDE) in err, err
+    assert out == "" and "--pkt-bytes" in err and str(top) in err, err
     m, ring, bufs, frags = vhost_tx.build("broadwell-ddr4", {}, "smap=off,path=vmap")
-    with pytest.raises(ValueError, match=str(vhost_tx.BUF_STRIDE)):
-        vhost_tx.packets_program(m, ring, bufs, frags, 0, 1, vhost_tx.BUF_STRIDE + 1)
+    with pytest.raises(ValueError, match=str(top)):
+        vhost_tx.packets_program(m, ring, bufs, frags, 0, 1, top + 1)
     # at the limit the buffers of a batch tile without overlap: each keeps its own payload
-    m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH,
-                                   vhost_tx.BUF_STRIDE))
+    m.run(vhost_tx.packets_program(m, ring, bufs, frags, 0, vhost.VHOST_NET_BATCH, top))
     for head in range(vhost.VHOST_NET_BATCH):
-        assert (m.read(bufs + vhost_tx.BUF_STRIDE * head, vhost_tx.BUF_STRIDE)
-                == vhost.guest_payload(head, vhost_tx.BUF_STRIDE)), head
+        assert (m.read(bufs + vhost_tx.BUF_STRIDE * head, top)
+                == vhost.guest_payload(head, top)), head
+
+
+def test_build_xdp_copies_the_header_then_the_frame():
+    # net.c vhost_net_build_xdp: copy_page_from_iter of sock_hlen (12) bytes, gso->flags read
+    # back, copy_page_from_iter of the rest: two copyins, each access_ok + STAC/copy/CLAC
+    tx = vhost.TxBuffers(net=0x100, xdp=0x1000, frags=0x10000)
+    p = Program()
+    assert vhost.vhost_net_build_xdp(p, tx, 0x2000000 - 12, 12 + 64) == 0x10000 + 384
+    assert names(p) == ["BRANCH", "STAC", "CAREFUL_COPY", "CLAC",    # the vnet header
+                        "LOAD", "LOAD",                              # gso->flags, frag
+                        "BRANCH", "STAC", "REP_MOVSB", "CLAC",       # the 64-byte frame
+                        "STORE", "STORE", "STORE", "STORE"]          # xdp_buff, buflen, frag
+    copies = p.ops[np.isin(p.ops[:, 0], [Op.CAREFUL_COPY, Op.REP_MOVSB])]
+    assert [(int(c[1]), int(c[2])) for c in copies] == [(0x10000 + 4, 12), (0x10000 + 384, 64)]
+    assert tx.offset == 832 and tx.batched == 1
+    # the 40th packet of 832 bytes would pass the 32 KiB frag: a new page (offset 0)
+    tx.offset = 39 * 832
+    vhost.vhost_net_build_xdp(p, tx, 0x2000000 - 12, 12 + 64)
+    assert tx.offset == 832
+    with pytest.raises(ValueError, match="page"):
+        vhost.vhost_net_build_xdp(p, tx, 0x2000000, 4096)
 
 
 @pytest.mark.parametrize("head", [0, 1, 37, 255])

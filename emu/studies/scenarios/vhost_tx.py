@@ -2,7 +2,8 @@
 
 vhost-net TX of small packets (docs/scenarios.md §2) on the 2.6 GHz Broadwell profile: per
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
-payload copied from guest memory (copyin), and per batch of VHOST_NET_BATCH = 64 packets
+12-byte vnet header and the frame copied from guest memory into a page frag
+(`vhost_net_build_xdp`: two copyins, each its STAC/CLAC pair), and per batch of VHOST_NET_BATCH = 64 packets
 `vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, used_event),
 kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descriptors and
 avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
@@ -35,6 +36,8 @@ SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycl
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",
              "instr.rep_movsb_startup_cycles", "core.freq_ghz")
 BUF_STRIDE = 2048          # the guest's packet buffers (virtio-user mbufs)
+# a frame and the vnet header pushed in front of it (in the previous buffer's tail) fit one
+MAX_PKT_BYTES = BUF_STRIDE - vhost.VNET_HDR_BYTES
 # The site of the TX loop itself: what runs outside the functions, and the end of the run
 # (the last batch's stores draining, Program.loop).
 LOOP_SITE = "tx loop"
@@ -46,9 +49,10 @@ def configure(parser):
                         help=f"measured packets per variant, after one unmeasured batch, at most "
                              f"{MAX_PACKETS}; not a multiple of {vhost.VHOST_NET_BATCH}: the last "
                              f"batch is shorter (default: %(default)s)")
-    parser.add_argument("--pkt-bytes", type=int_in(1, BUF_STRIDE), default=64,
-                        help=f"bytes copied per packet, at most a guest buffer's {BUF_STRIDE} "
-                             f"(default: %(default)s, assumed)")
+    parser.add_argument("--pkt-bytes", type=int_in(1, MAX_PKT_BYTES), default=64,
+                        help=f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte "
+                             f"vnet header), at most {MAX_PKT_BYTES}: a guest buffer's "
+                             f"{BUF_STRIDE} less the header (default: %(default)s, assumed)")
 
 
 def build(profile, overrides, variant):
@@ -68,8 +72,7 @@ def build(profile, overrides, variant):
     for base in {ring.base, user["base"]}:   # the guest's ring (and its vmap alias)
         r = vhost.Ring("uaccess", base, ring.num, 0, 0, 0, 0)
         for h in range(r.num):              # descriptors and avail entries, written once
-            m.write(r.desc + 16 * h, (bufs + BUF_STRIDE * h).to_bytes(8, "little")
-                    + (64).to_bytes(4, "little") + bytes(4))
+            m.write(r.desc + 16 * h, vhost.guest_desc(bufs + BUF_STRIDE * h, 64))
             m.write(r.avail_ring(h), h.to_bytes(2, "little"))
     return m, ring, bufs, k + (2 << 20)
 
@@ -85,10 +88,12 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
     not a multiple, the last batch is shorter: the guest enqueues only those packets and the
     host completes them as handle_tx does a batch cut short (vhost_add_used_n, vhost_signal
     of what it has)."""
-    if not 1 <= pkt_bytes <= BUF_STRIDE:   # a longer payload would run into the next buffer
-        raise ValueError(f"pkt_bytes {pkt_bytes}: a guest buffer holds 1 to {BUF_STRIDE} bytes")
+    if not 1 <= pkt_bytes <= MAX_PKT_BYTES:   # longer, it would run into the next header
+        raise ValueError(f"pkt_bytes {pkt_bytes}: a guest buffer holds 1 to {MAX_PKT_BYTES} "
+                         f"bytes of frame after the {vhost.VNET_HDR_BYTES}-byte vnet header")
     declared = declared_cycles(m.profile.values)
-    p = Program(capacity=64 * n)
+    tx = vhost.TxBuffers(net=ring.vq + 4096, xdp=ring.vq + 8192, frags=frags)
+    p = Program(capacity=80 * n)
     with p.loop(LOOP_SITE):
         for k in range(first, first + n, vhost.VHOST_NET_BATCH):
             count = min(vhost.VHOST_NET_BATCH, first + n - k)
@@ -100,11 +105,14 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
                 with p.function("handle_tx (declared)"):
                     p.work(declared["handle_tx (declared)"])
                     p.store(ring.vq + 256 + 8 * j, size=8, value=head)   # vq->heads[done_idx]
-                with p.function("copyin (payload)"):
-                    vhost.copyin(p, frags + BUF_STRIDE * j, bufs + BUF_STRIDE * head, pkt_bytes)
+                with p.function("vhost_net_build_xdp"):
+                    vhost.vhost_net_build_xdp(p, tx, bufs + BUF_STRIDE * head
+                                              - vhost.VNET_HDR_BYTES,
+                                              pkt_bytes + vhost.VNET_HDR_BYTES)
                 with p.function("tun + xdp1 (declared)"):   # xdp1 parses the copied packet
                     p.work(declared["tun + xdp1 (declared)"], dependent=True)
                 heads.append(head)
+            tx.batched = 0                                     # vhost_tx_batch
             vhost.vhost_add_used_n(p, ring, heads)
             vhost.vhost_signal(p, ring)
             vhost.virtio_xmit_cleanup(p, ring, ring.used_idx - len(heads), len(heads))
