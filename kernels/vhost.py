@@ -182,18 +182,29 @@ def vhost_get_vq_desc(p, ring):
     return head
 
 
+def __vhost_add_used_n(p, ring, heads, at):
+    """Write used elements for `heads` (kept at kernel address `at`) from used_idx on, no
+    wrap inside: one element is two 4-byte vhost_put_user (id, then len: 0 on TX), more are
+    one vhost_copy_to_user of 8 B each."""
+    used = ring.used_ring(ring.used_idx)
+    if len(heads) == 1:
+        vhost_put_user(p, ring, used, heads[0], 4)
+        vhost_put_user(p, ring, used + 4, 0, 4)
+    else:
+        vhost_copy_to_user(p, ring, used, at, len(heads) * USED_ELEM_BYTES)
+    ring.used_idx += len(heads)
+
+
 def vhost_add_used_n(p, ring, heads):
-    """Write the used elements (one __copy_to_user of 8 B each, split at the wrap), then
-    smp_wmb() (a compiler barrier on x86) and used->idx."""
+    """__vhost_add_used_n for the elements up to the ring's end, then for the rest, then
+    smp_wmb() (a compiler barrier on x86) and used->idx. `heads` are vq->heads[], at
+    ring.vq + 256."""
     with p.function("vhost_add_used_n"):
-        start, count = ring.used_idx % ring.num, len(heads)
-        first = min(count, ring.num - start)
-        vhost_copy_to_user(p, ring, ring.used_ring(ring.used_idx), ring.vq + 256,
-                           first * USED_ELEM_BYTES)
-        if count > first:
-            vhost_copy_to_user(p, ring, ring.used_ring(0), ring.vq + 256 + first * 8,
-                               (count - first) * USED_ELEM_BYTES)
-        ring.used_idx += count
+        n = ring.num - ring.used_idx % ring.num
+        first = n if n < len(heads) else 0
+        if first:
+            __vhost_add_used_n(p, ring, heads[:n], ring.vq + 256)
+        __vhost_add_used_n(p, ring, heads[first:], ring.vq + 256 + first * USED_ELEM_BYTES)
         vhost_put_user(p, ring, ring.used + 2, ring.used_idx & 0xFFFF, 2)
 
 

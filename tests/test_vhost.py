@@ -63,6 +63,27 @@ def test_completion_sequence_splits_at_the_wrap():
     assert [int(n) for n in p.ops[p.ops[:, 0] == Op.CAREFUL_COPY, 2]] == [48, 32]
 
 
+@pytest.mark.parametrize("used_idx,count,expected", [
+    # vhost.c __vhost_add_used_n: count == 1 -> vhost_put_user of id, then of len (4 B each)
+    (0, 1, ["STAC", "STORE", "CLAC", "STAC", "STORE", "CLAC"]),
+    # one element before the wrap, two after: put/put, then one copy of 16 B
+    (255, 3, ["STAC", "STORE", "CLAC", "STAC", "STORE", "CLAC", "STAC", "CAREFUL_COPY", "CLAC"]),
+    # two before, one after
+    (254, 3, ["STAC", "CAREFUL_COPY", "CLAC", "STAC", "STORE", "CLAC", "STAC", "STORE", "CLAC"]),
+])
+def test_one_used_element_is_two_put_user(used_idx, count, expected):
+    ring = vhost.Ring("uaccess", **RING)
+    ring.used_idx = used_idx
+    p = Program()
+    vhost.vhost_add_used_n(p, ring, [7, 8, 9][:count])
+    assert names(p) == expected + ["STAC", "STORE", "CLAC"]   # then used->idx
+    stores = p.ops[p.ops[:, 0] == Op.STORE]
+    first = RING["base"] + 8192 + 4 + 8 * (used_idx % 256)
+    assert (int(stores[0, 1]), int(stores[0, 2])) == (first if count == 1 or used_idx == 255
+                                                      else RING["base"] + 8192 + 4, 4)
+    assert int(stores[-1, 1]) == RING["base"] + 8192 + 2 and ring.used_idx == used_idx + count
+
+
 @pytest.mark.parametrize("variant", ["smap=on,path=uaccess", "smap=on,path=vmap",
                                      "smap=off,path=checked"])
 def test_one_packet_moves_the_descriptor_and_the_payload(variant):
