@@ -54,9 +54,13 @@ def access_ok(p, addr, size):
     return _in_range(addr, size)
 
 
-def __get_user(p, addr, size=8):
-    """STAC; LFENCE; load; CLAC. Returns Ret: 0 or -EFAULT."""
+def __get_user(p, addr, size=8, ahead=None):
+    """STAC; LFENCE; load; CLAC. Returns Ret: 0 or -EFAULT. `ahead`: a function emitting
+    the caller's later ops that need nothing of this access: an out-of-order core issues
+    them once the LFENCE lets it, so they are emitted after it (vhost's translate_desc)."""
     p.stac().lfence()
+    if ahead:
+        ahead()
     i = len(p)
     p.load(addr, size, flags=FLAG_EXTABLE)
     p.clac()

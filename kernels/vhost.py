@@ -55,8 +55,10 @@ class Ring:
     """A split virtqueue of `num` entries at `base` (desc table, then the avail ring at
     base + 4096, the used ring at base + 8192) and the host's kernel-side state: `vq` (the
     vhost_virtqueue lines: last_avail_idx, avail_idx cache, heads), `umem` (the memory table's
-    interval tree: root and node lines), `maps` (vq->maps[] for "vmap"), `stack` (the kernel
-    stack line the descriptor is read into)."""
+    lines: the vhost_dev line, the vhost_umem at +64, its one vhost_umem_node at +128 and
+    +192), `maps` (vq->maps[] for "vmap"), `stack` (the kernel
+    stack line the descriptor is read into); `call_ctx` and `event_idx`: what vhost_signal
+    does (see there)."""
     path: str
     base: int
     num: int
@@ -67,6 +69,9 @@ class Ring:
     last_avail_idx: int = 0
     avail_idx: int = 0
     used_idx: int = 0
+    call_ctx: bool = True       # a call eventfd is set (VHOST_SET_VRING_CALL)
+    event_idx: bool = False     # VIRTIO_RING_F_EVENT_IDX negotiated
+    signalled_used_valid: bool = False
 
     def __post_init__(self):
         if self.path not in PATHS:
@@ -151,28 +156,67 @@ def vhost_copy_to_user(p, ring, dst, src, n):
     _vhost_copy(p, ring, dst, src, n, True)
 
 
+def translate_walk(p, ring):
+    """translate_desc's lookup of the memory table, which needs nothing of the descriptor:
+    vq->dev; dev->iotlb, then dev->umem (one load here: the same line, neither waits for the
+    other); umem->umem_tree (rb_root.rb_node and rb_leftmost, one line); then, for a table
+    of one region (one node), vhost_umem_interval_tree_iter_first: leftmost->start (node
+    line 0), node->__subtree_last (line 1), then _subtree_search and the translation read
+    start, last, size (line 0), userspace_addr and perm (line 1), which are hits by then.
+    Layout of struct vhost_umem_node (v5.0 vhost.h, recalled): rb 0, link 24, start 40, last
+    48, size 56, userspace_addr 64, perm 72, __subtree_last 80. Each load after the first
+    follows a pointer the previous one read. The descriptor's address and length only feed
+    compares (start <= addr, addr + len - 1 <= last): branches the core predicts, so the
+    walk does not wait for the descriptor."""
+    dev, umem, node = ring.umem, ring.umem + 64, ring.umem + 128
+    p.load(ring.vq + 64)                            # vq->dev
+    p.load(dev + 8, dependent=True)                 # dev->iotlb (NULL), dev->umem
+    p.load(umem, 16, dependent=True)                # umem_tree.rb_root.rb_node, rb_leftmost
+    p.load(node + 40, dependent=True)               # leftmost->start
+    p.load(node + 80, dependent=True)               # node->__subtree_last
+    p.load(node + 40, 24)                           # start, last, size
+    p.load(node + 64, 16)                           # userspace_addr, perm
+
+
 def translate_desc(p, ring):
-    """Guest address -> host iovec: an interval-tree lookup in the memory table (kernel
-    memory: the root, then one node for a table of few regions), one iovec written. The walk
-    compares the descriptor's address, so its first load waits for the descriptor's data."""
-    p.load(ring.umem, dependent=True)
-    p.load(ring.umem + 64, dependent=True)
+    """Guest address -> host iovec: the walk (translate_walk, emitted ahead of the descriptor
+    by vhost_get_vq_desc), then the one iovec written: iov_len = min(len, size), iov_base =
+    userspace_addr + addr - start, from the node and the descriptor."""
     p.store(ring.vq + 128, size=16, value=0)           # vq->iov[0]
 
 
 def vhost_get_vq_desc(p, ring):
     """Fetch the next available descriptor; returns its head index. The avail index is read
     only when the cached copy is used up (the guest is assumed to keep the ring full:
-    one read gives a batch's worth)."""
+    one read gives a batch's worth).
+
+    translate_desc's walk needs no data of the ring, so an out-of-order core issues it as
+    soon as the last fence before it lets it, overlapping the avail entry's and the
+    descriptor's transfers: it is emitted there (the avail entry's LFENCE on the uaccess
+    path; before the avail entry's read on the others, which have no fence), not after the
+    descriptor. The emulator gives an op one predecessor (the previous load), so emitted
+    after the descriptor the walk would either wait for it or make the payload's copy forget
+    it; ahead, the descriptor's copy waits for the avail entry and the vnet header's copy
+    for the descriptor, as in the kernel."""
     with p.function("vhost_get_vq_desc"):
         p.load(ring.vq, 8)                              # last_avail_idx, cached avail_idx
         if ring.last_avail_idx == ring.avail_idx:
             vhost_get_user(p, ring, ring.avail + 2, 2)  # avail->idx; then smp_rmb()
             ring.avail_idx = ring.last_avail_idx + VHOST_NET_BATCH
         head = ring.last_avail_idx % ring.num
-        if ring.path == "vmap":
-            p.load(ring.maps)                           # the descriptor table's map, ahead
-        vhost_get_user(p, ring, ring.avail_ring(ring.last_avail_idx), 2)
+
+        def walk():
+            with p.function("translate_desc"):
+                translate_walk(p, ring)
+
+        entry = ring.avail_ring(ring.last_avail_idx)
+        if ring.path == "uaccess":
+            ua.__get_user(p, entry, 2, ahead=walk)
+        else:
+            walk()
+            if ring.path == "vmap":
+                p.load(ring.maps)                       # the descriptor table's map, ahead
+            vhost_get_user(p, ring, entry, 2)
         vhost_copy_from_user(p, ring, ring.stack, ring.desc + DESC_BYTES * head, DESC_BYTES,
                              dependent=True)         # head: the avail entry's data
         with p.function("translate_desc"):
@@ -209,12 +253,21 @@ def vhost_add_used_n(p, ring, heads):
 
 
 def vhost_signal(p, ring):
-    """vhost_notify: smp_mb() (a locked add on the vhost worker's stack), then the guest's
-    used_event (EVENT_IDX). A polling guest (virtio-user) is assumed not to need the
-    eventfd signal."""
+    """vhost_signal: only with a call eventfd (vq->call_ctx) does vhost_notify run:
+    smp_mb() (a locked add on the vhost worker's stack), then, without
+    VIRTIO_F_NOTIFY_ON_EMPTY, the guest's used_event with EVENT_IDX (not read the first time
+    after set-up: signalled_used_valid is false), else avail->flags. Whether the eventfd is
+    then signalled (eventfd_signal) is the guest's flag's or used_event's answer; its cost
+    is not emitted (a polling guest asks for none)."""
+    if not ring.call_ctx:
+        return
     with p.function("vhost_signal"):
         smp_mb(p, ring.stack)
-        vhost_get_user(p, ring, ring.used_event, 2)
+        if not ring.event_idx:
+            vhost_get_user(p, ring, ring.avail, 2)      # avail->flags
+        elif ring.signalled_used_valid:
+            vhost_get_user(p, ring, ring.used_event, 2)
+        ring.signalled_used_valid = True
 
 
 def guest_payload(head, n):
