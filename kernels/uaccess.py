@@ -113,11 +113,13 @@ def copy_user_generic(p, dst, src, n, erms=True, flags=FLAG_EXTABLE):
     return i
 
 
-def _raw_copy(p, dst, src, n, const, erms, nospec, flags):
+def _raw_copy(p, dst, src, n, const, erms, nospec, flags, ahead=None):
     if const and n in CONST_SIZES:
         p.stac()
         if nospec:
             p.lfence()
+        if ahead:   # as in __get_user: ops an out-of-order core issues once the LFENCE lets it
+            ahead()
         i = len(p)
         p.careful_copy(dst, src, n, flags=flags)
         p.clac()
@@ -126,12 +128,13 @@ def _raw_copy(p, dst, src, n, const, erms, nospec, flags):
 
 
 def raw_copy_from_user(p, dst, src, n, const=False, erms=True, flags=FLAG_EXTABLE,
-                       dependent=False):
+                       dependent=False, ahead=None):
     """`const`: n is a compile-time constant (the 1/2/4/8/10/16-byte specialisation with
-    its LFENCE). `dependent`: src came from the previous load's data. Returns Ret: bytes not
-    copied."""
+    its LFENCE). `dependent`: src came from the previous load's data. `ahead`: as in
+    __get_user, emitted after the constant form's LFENCE (ignored otherwise). Returns Ret:
+    bytes not copied."""
     return _raw_copy(p, dst, src, n, const, erms, True,
-                     flags | (FLAG_DEPENDENT if dependent else 0))
+                     flags | (FLAG_DEPENDENT if dependent else 0), ahead)
 
 
 def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
@@ -139,9 +142,9 @@ def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
     return _raw_copy(p, dst, src, n, const, erms, False, FLAG_EXTABLE)
 
 
-def __copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False):
+def __copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False, ahead=None):
     """raw_copy_from_user without a range check. Returns Ret: bytes not copied."""
-    return raw_copy_from_user(p, dst, src, n, const, erms, dependent=dependent)
+    return raw_copy_from_user(p, dst, src, n, const, erms, dependent=dependent, ahead=ahead)
 
 
 def __copy_to_user(p, dst, src, n, const=False, erms=True):

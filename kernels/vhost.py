@@ -21,9 +21,20 @@ Model departures: the emulator maps physical ranges, so the kernel's vmap alias 
 pages is a second copy of the ring in a supervisor region (`Ring.base` is the alias for
 "vmap", the user address otherwise; the guest's writes go to the address the host reads);
 the guest (virtio-user) runs on another core: its writes are peer writes
-(`virtqueue_enqueue_xmit`), its reads peer reads (`virtio_xmit_cleanup`). The 16-byte
-descriptor read is assumed not to get the constant-size specialisation (docs/kernel-paths.md
-§4.2: it depends on inlining). The per-packet work of handle_tx and of TAP + XDP is a
+(`virtqueue_enqueue_xmit`), its reads peer reads (`virtio_xmit_cleanup`).
+
+The descriptor read, `vhost_copy_from_user(vq, &desc, vq->desc + i, sizeof desc)`, is
+assumed to get raw_copy_from_user's constant 16-byte form (STAC; LFENCE; two 8-byte loads;
+CLAC) on the uaccess path (`Ring.desc_const`, default True). Only a disassembly of the
+v5.0 vhost.ko settles it; the reasoning: vhost_copy_from_user is static with this one call
+site in vhost.c (blob 72343536, read whole), so GCC at -O2 inlines it
+(-finline-functions-called-once) or, if not, IPA-CP passes the one caller's constant 16
+into its body; __copy_from_user and raw_copy_from_user are __always_inline and
+__builtin_constant_p(size) is folded after both, so it sees 16. The other reading
+(`desc_const=False`: copy_user_generic's short loop, no LFENCE) is the scenario's
+`--desc-copy call`. The checked path's copy_from_user calls the out-of-line
+_copy_from_user, whose size is never constant; the vmap path's memcpy has no LFENCE either
+way. The per-packet work of handle_tx and of TAP + XDP is a
 declared cost the caller emits. Ring index arithmetic (free-running 16-bit indices, wrap at
 `num`) is done here in Python.
 """
@@ -57,8 +68,9 @@ class Ring:
     vhost_virtqueue lines: last_avail_idx, avail_idx cache, heads), `umem` (the memory table's
     lines: the vhost_dev line, the vhost_umem at +64, its one vhost_umem_node at +128 and
     +192), `maps` (vq->maps[] for "vmap"), `stack` (the kernel
-    stack line the descriptor is read into); `call_ctx` and `event_idx`: what vhost_signal
-    does (see there)."""
+    stack line the descriptor is read into); `desc_const`: whether the uaccess path's
+    descriptor read gets raw_copy_from_user's 16-byte form (see the module docstring);
+    `call_ctx` and `event_idx`: what vhost_signal does (see there)."""
     path: str
     base: int
     num: int
@@ -69,6 +81,7 @@ class Ring:
     last_avail_idx: int = 0
     avail_idx: int = 0
     used_idx: int = 0
+    desc_const: bool = True     # the descriptor read is the 16-byte constant form
     call_ctx: bool = True       # a call eventfd is set (VHOST_SET_VRING_CALL)
     event_idx: bool = False     # VIRTIO_RING_F_EVENT_IDX negotiated
     signalled_used_valid: bool = False
@@ -210,15 +223,22 @@ def vhost_get_vq_desc(p, ring):
                 translate_walk(p, ring)
 
         entry = ring.avail_ring(ring.last_avail_idx)
-        if ring.path == "uaccess":
+        desc = ring.desc + DESC_BYTES * head
+        if ring.path == "uaccess" and ring.desc_const:
+            # STAC; LFENCE; two 8-byte loads; CLAC: the walk goes after this LFENCE, which
+            # itself waits for the avail entry's data, so the copy needs no dependence flag
+            ua.__get_user(p, entry, 2)
+            ua.__copy_from_user(p, ring.stack, desc, DESC_BYTES, const=True, ahead=walk)
+        elif ring.path == "uaccess":
             ua.__get_user(p, entry, 2, ahead=walk)
         else:
             walk()
             if ring.path == "vmap":
                 p.load(ring.maps)                       # the descriptor table's map, ahead
             vhost_get_user(p, ring, entry, 2)
-        vhost_copy_from_user(p, ring, ring.stack, ring.desc + DESC_BYTES * head, DESC_BYTES,
-                             dependent=True)         # head: the avail entry's data
+        if not (ring.path == "uaccess" and ring.desc_const):
+            vhost_copy_from_user(p, ring, ring.stack, desc, DESC_BYTES,
+                                 dependent=True)     # head: the avail entry's data
         with p.function("translate_desc"):
             translate_desc(p, ring)
         ring.last_avail_idx += 1

@@ -35,7 +35,7 @@ def names(p):
 
 @pytest.mark.parametrize("path", vhost.PATHS)
 def test_descriptor_fetch_sequence(path):
-    ring = vhost.Ring(path, **RING)
+    ring = vhost.Ring(path, **RING, desc_const=False)
     ring.avail_idx = 5                      # the cached avail index still has packets
     p = Program()
     assert vhost.vhost_get_vq_desc(p, ring) == 0
@@ -51,14 +51,32 @@ def test_descriptor_fetch_sequence(path):
     assert int(prev[1]) == RING["base"] + 4096 + 4
 
 
+def test_inlined_descriptor_read_is_the_16_byte_form_with_its_lfence():
+    # raw_copy_from_user case 16: __uaccess_begin_nospec (STAC, LFENCE), two 8-byte moves,
+    # CLAC; the walk issues after that LFENCE, which waited for the avail entry
+    ring = vhost.Ring("uaccess", **RING)
+    ring.avail_idx = 5
+    p = Program()
+    vhost.vhost_get_vq_desc(p, ring)
+    assert names(p) == ["LOAD", "STAC", "LFENCE", "LOAD", "CLAC",
+                        "STAC", "LFENCE", *WALK, "CAREFUL_COPY", "CLAC", "STORE", "STORE"]
+    assert names(p).count("LFENCE") == 2
+    for path in ("vmap", "checked"):   # no constant form there: unchanged by desc_const
+        a, b = Program(), Program()
+        vhost.vhost_get_vq_desc(a, vhost.Ring(path, **RING, avail_idx=5, desc_const=True))
+        vhost.vhost_get_vq_desc(b, vhost.Ring(path, **RING, avail_idx=5, desc_const=False))
+        assert names(a) == names(b) == DESC_FETCH[path]
+
+
 def test_avail_index_is_read_once_a_batch():
     ring = vhost.Ring("uaccess", **RING)
     p = Program()
     for _ in range(vhost.VHOST_NET_BATCH + 1):
         vhost.vhost_get_vq_desc(p, ring)
     lfences = names(p).count("LFENCE")
-    # one __get_user of avail->idx per batch, one of the ring entry per packet
-    assert lfences == (vhost.VHOST_NET_BATCH + 1) + 2
+    # one __get_user of avail->idx per batch; per packet one of the ring entry and the
+    # descriptor's 16-byte form
+    assert lfences == 2 * (vhost.VHOST_NET_BATCH + 1) + 2
 
 
 def test_completion_sequence_splits_at_the_wrap():

@@ -4,7 +4,7 @@ vhost-net TX of small packets (docs/scenarios.md §2) on the 2.6 GHz Broadwell p
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
 12-byte vnet header and the frame copied from guest memory into a page frag
 (`vhost_net_build_xdp`: two copyins, each its STAC/CLAC pair), and per batch of VHOST_NET_BATCH = 64 packets
-`vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, used_event),
+`vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, avail->flags),
 kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descriptors and
 avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
 reads of them are cache-to-cache transfers). Metadata goes through the uaccess primitives
@@ -14,7 +14,16 @@ loads and stores); `smap=on|off` is the machine's SMAP (off: the kernel patches 
 out). The per-packet work the emulator does not model — handle_tx's own loop and TAP with
 the xdp1 program — is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns)
 and is the same for every variant. Assumed: 64-byte packets (--pkt-bytes), a 256-entry ring
-kept full by the guest, a polling guest (no eventfd signal). Metric `mpps`, with
+kept full by the guest, the uaccess path's descriptor read compiled to the 16-byte constant
+form (--desc-copy; kernels/vhost.py says why), and the guest DPDK's virtio-user over
+vhost-kernel: it registers a call eventfd (VHOST_SET_VRING_CALL with its callfd, DPDK
+virtio_user_dev.c), so vhost_signal runs vhost_notify (smp_mb, then a read of
+avail->flags: virtio-user's VIRTIO_USER_SUPPORTED_FEATURES has no EVENT_IDX), and, polling,
+sets VRING_AVAIL_F_NO_INTERRUPT (virtqueue_disable_intr at ring set-up), so the eventfd is
+never signalled; its TAP takes the 12-byte vnet header (IFF_VNET_HDR, VERSION_1:
+sock_hlen 12, vhost_kernel.c). DPDK read as stored copies: virtio_user_dev.c (store ids
+843796561, 665899257), vhost_kernel.c (DPDK/dpdk 013b4c52), virtio_ethdev.c (998466448),
+virtio_rxtx.c (1044864125). Metric `mpps`, with
 `ns_per_packet` and the cycles per packet of each function. docs/scenarios.md gives no
 published figure: the emulator predicts.
 """
@@ -41,6 +50,7 @@ MAX_PKT_BYTES = BUF_STRIDE - vhost.VNET_HDR_BYTES
 # The site of the TX loop itself: what runs outside the functions, and the end of the run
 # (the last batch's stores draining, Program.loop).
 LOOP_SITE = "tx loop"
+DESC_COPY = ("inlined", "call")   # the two readings of the descriptor read's compiled form
 MAX_PACKETS = 100_000      # a variant's packets are one program in memory, ~3.5 KB a packet
 
 
@@ -53,10 +63,20 @@ def configure(parser):
                         help=f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte "
                              f"vnet header), at most {MAX_PKT_BYTES}: a guest buffer's "
                              f"{BUF_STRIDE} less the header (default: %(default)s, assumed)")
+    parser.add_argument("--desc-copy", choices=DESC_COPY, default="inlined",
+                        help="the uaccess path's 16-byte descriptor read as compiled: "
+                             "'inlined' = raw_copy_from_user's constant form (STAC, LFENCE, "
+                             "two loads, CLAC), 'call' = copy_user_generic (no LFENCE); no "
+                             "disassembly settles it, kernels/vhost.py gives the reasoning "
+                             "(default: %(default)s, assumed)")
 
 
-def build(profile, overrides, variant):
-    """(machine, ring, guest buffer base, kernel frag base) for a variant."""
+def build(profile, overrides, variant, desc_copy="inlined"):
+    """(machine, ring, guest buffer base, kernel frag base) for a variant; `desc_copy`:
+    "inlined" (the descriptor read is raw_copy_from_user's 16-byte form with its LFENCE) or
+    "call" (copy_user_generic), kernels/vhost.py's module docstring."""
+    if desc_copy not in DESC_COPY:
+        raise ValueError(f"desc_copy {desc_copy!r}: one of {', '.join(DESC_COPY)}")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
     smap, path = (kv.split("=")[1] for kv in variant.split(","))
@@ -67,7 +87,7 @@ def build(profile, overrides, variant):
     k = kernel["base"]
     alias = k + (1 << 20)                              # the vmap alias of the ring pages
     ring = vhost.Ring(path, alias if path == "vmap" else user["base"], 256, vq=k, umem=k + 1024,
-                      maps=k + 2048, stack=k + 3072)
+                      maps=k + 2048, stack=k + 3072, desc_const=desc_copy == "inlined")
     bufs = user["base"] + (1 << 20)
     for base in {ring.base, user["base"]}:   # the guest's ring (and its vmap alias)
         r = vhost.Ring("uaccess", base, ring.num, 0, 0, 0, 0)
@@ -119,10 +139,10 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
     return p
 
 
-def run_variant(profile, overrides, variant, packets, pkt_bytes):
+def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inlined"):
     profiler.label(variant)
     batch = vhost.VHOST_NET_BATCH
-    m, ring, bufs, frags = build(profile, overrides, variant)
+    m, ring, bufs, frags = build(profile, overrides, variant, desc_copy)
     m.run(packets_program(m, ring, bufs, frags, 0, batch, pkt_bytes))
     before = m.stats()["sites"]
     r = m.run(packets_program(m, ring, bufs, frags, batch, packets, pkt_bytes))
@@ -136,16 +156,18 @@ def run_variant(profile, overrides, variant, packets, pkt_bytes):
 def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
-    variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes)
+    variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes,
+                               args.desc_copy)
                 for v in progress(VARIANTS, NAME, wanted(args))}
     return {"scenario": NAME, "profile": profile, "packets": args.packets,
-            "pkt_bytes": args.pkt_bytes, "variants": variants}
+            "pkt_bytes": args.pkt_bytes, "desc_copy": args.desc_copy, "variants": variants}
 
 
 def table(res):
     lines = [f"vhost-tx on {res['profile']}: {res['packets']} packets of {res['pkt_bytes']} B "
              f"per variant measured, after one unmeasured batch of {vhost.VHOST_NET_BATCH} "
-             f"(assumed: a full 256-entry ring, a polling guest)",
+             f"(assumed: a full 256-entry ring, a polling guest; descriptor read: "
+             f"{res['desc_copy']})",
              "published: none in docs/scenarios.md; the emulator predicts",
              f"{'variant':<24}{'Mpps':>8}{'ns/packet':>11}"]
     for v, d in res["variants"].items():
