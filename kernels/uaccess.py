@@ -13,7 +13,7 @@ lib/usercopy.c, as read in docs/kernel-paths.md §4.2:
 | put_user           | cmp addr_limit + jae (BRANCH); STAC; store [extable]; CLAC       |
 | raw_copy_from_user | constant 1/2/4/8/10/16 bytes: STAC; LFENCE; one or two moves;    |
 |                    | CLAC. Otherwise copy_user_generic: STAC; short loop (< 64 bytes)  |
-|                    | or REP MOVSB (ERMS), 8-byte unrolled loop without ERMS; CLAC     |
+|                    | or REP MOVSB (ERMS); CLAC (see copy_user_generic for non-ERMS)   |
 | raw_copy_to_user   | the same without the LFENCE                                      |
 | __copy_from_user / __copy_to_user | raw_copy_* (no range check)                       |
 | copy_from_user     | access_ok (BRANCH) then raw_copy_from_user; on a short copy the  |
@@ -27,8 +27,13 @@ the kernel returns them. A range access_ok refuses is known when the ops are emi
 
 Model departures: the moves of the constant-size and short copies, and copy_user_generic's
 unrolled loop, are CAREFUL_COPY ops (8-byte moves, byte moves for the rest); addr_limit is
-the constant TASK_SIZE_MAX (as from v5.10; before, it is read from the task and is
-TASK_SIZE_MAX for every user task), so no task_struct load is emitted.
+the constant TASK_SIZE_MAX (as from v5.10), so no load of it is emitted: in v4.16-v5.9,
+access_ok, getuser.S and putuser.S read it from the task (`current_task`, a per-CPU load,
+then the dependent `thread.addr_limit`), two loads per check that are not emitted here (an
+open gap: docs/kernels.md, vhost-tx). copy_from_user's `const` models the inline form only:
+in v5.0 copy_from_user calls the out-of-line _copy_from_user (lib/usercopy.c) unless the
+architecture defines INLINE_COPY_FROM_USER, which x86-64 is believed not to (not re-read),
+so there the size is never constant; callers on x86-64 should leave `const` False.
 """
 from isa.ops import FLAG_DEPENDENT, FLAG_EXTABLE, FLAG_ZERO_TAIL
 from isa.program import EFAULT, Ret
@@ -100,9 +105,12 @@ def put_user(p, addr, value, size=8):
 
 
 def copy_user_generic(p, dst, src, n, erms=True, flags=FLAG_EXTABLE):
-    """The alternative patched in for this CPU: with ERMS, a short loop below 64 bytes else
-    REP MOVSB; without, the unrolled 8-byte loop. STAC/CLAC around it. Returns the op index
-    of the copy."""
+    """The alternative patched in for this CPU (alternative_call_2 in uaccess_64.h, v4.19-v5.7
+    form, read as store id 41468099750): with ERMS, copy_user_enhanced_fast_string, a short
+    loop below 64 bytes else REP MOVSB; with `erms` False, copy_user_generic_unrolled, the
+    8-byte unrolled loop, which a CPU gets only without X86_FEATURE_REP_GOOD too (with
+    REP_GOOD and no ERMS it is copy_user_generic_string, rep movsq then rep movsb, not
+    modelled). STAC/CLAC around it. Returns the op index of the copy."""
     p.stac()
     i = len(p)
     if erms and n >= SHORT_STRING:
