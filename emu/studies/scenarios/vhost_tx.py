@@ -3,8 +3,8 @@
 vhost-net TX of small packets (docs/scenarios.md §2) on the 2.6 GHz Broadwell profile: per
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
 12-byte vnet header and the frame copied from guest memory into a page frag
-(`vhost_net_build_xdp`: two copyins, each its STAC/CLAC pair), and per batch of VHOST_NET_BATCH = 64 packets
-`vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, avail->flags),
+(`vhost_net_build_xdp`: two copyins, each its STAC/CLAC pair), and per batch of
+VHOST_NET_BATCH = 64 packets `vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, avail->flags),
 kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descriptors and
 avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
 reads of them are cache-to-cache transfers). Metadata goes through the uaccess primitives
