@@ -13,7 +13,7 @@ lib/usercopy.c, as read in docs/kernel-paths.md §4.2:
 | put_user           | cmp addr_limit + jae (BRANCH); STAC; store [extable]; CLAC       |
 | raw_copy_from_user | constant 1/2/4/8/10/16 bytes: STAC; LFENCE; one or two moves;    |
 |                    | CLAC. Otherwise copy_user_generic: STAC; short loop (< 64 bytes)  |
-|                    | or REP MOVSB (ERMS), 8-byte unrolled loop without ERMS; CLAC     |
+|                    | or REP MOVSB (ERMS); CLAC (see copy_user_generic for non-ERMS)   |
 | raw_copy_to_user   | the same without the LFENCE                                      |
 | __copy_from_user / __copy_to_user | raw_copy_* (no range check)                       |
 | copy_from_user     | access_ok (BRANCH) then raw_copy_from_user; on a short copy the  |
@@ -27,8 +27,13 @@ the kernel returns them. A range access_ok refuses is known when the ops are emi
 
 Model departures: the moves of the constant-size and short copies, and copy_user_generic's
 unrolled loop, are CAREFUL_COPY ops (8-byte moves, byte moves for the rest); addr_limit is
-the constant TASK_SIZE_MAX (as from v5.10; before, it is read from the task and is
-TASK_SIZE_MAX for every user task), so no task_struct load is emitted.
+the constant TASK_SIZE_MAX (as from v5.10), so no load of it is emitted: in v4.16-v5.9,
+access_ok, getuser.S and putuser.S read it from the task (`current_task`, a per-CPU load,
+then the dependent `thread.addr_limit`), two loads per check that are not emitted here (an
+open gap: docs/kernels.md, vhost-tx). copy_from_user's `const` models the inline form only:
+in v5.0 copy_from_user calls the out-of-line _copy_from_user (lib/usercopy.c) unless the
+architecture defines INLINE_COPY_FROM_USER, which x86-64 is believed not to (not re-read),
+so there the size is never constant; callers on x86-64 should leave `const` False.
 """
 from isa.ops import FLAG_DEPENDENT, FLAG_EXTABLE, FLAG_ZERO_TAIL
 from isa.program import EFAULT, Ret
@@ -54,9 +59,13 @@ def access_ok(p, addr, size):
     return _in_range(addr, size)
 
 
-def __get_user(p, addr, size=8):
-    """STAC; LFENCE; load; CLAC. Returns Ret: 0 or -EFAULT."""
+def __get_user(p, addr, size=8, ahead=None):
+    """STAC; LFENCE; load; CLAC. Returns Ret: 0 or -EFAULT. `ahead`: a function emitting
+    the caller's later ops that need nothing of this access: an out-of-order core issues
+    them once the LFENCE lets it, so they are emitted after it (vhost's translate_desc)."""
     p.stac().lfence()
+    if ahead:
+        ahead()
     i = len(p)
     p.load(addr, size, flags=FLAG_EXTABLE)
     p.clac()
@@ -96,9 +105,12 @@ def put_user(p, addr, value, size=8):
 
 
 def copy_user_generic(p, dst, src, n, erms=True, flags=FLAG_EXTABLE):
-    """The alternative patched in for this CPU: with ERMS, a short loop below 64 bytes else
-    REP MOVSB; without, the unrolled 8-byte loop. STAC/CLAC around it. Returns the op index
-    of the copy."""
+    """The alternative patched in for this CPU (alternative_call_2 in uaccess_64.h, v4.19-v5.7
+    form, read as store id 41468099750): with ERMS, copy_user_enhanced_fast_string, a short
+    loop below 64 bytes else REP MOVSB; with `erms` False, copy_user_generic_unrolled, the
+    8-byte unrolled loop, which a CPU gets only without X86_FEATURE_REP_GOOD too (with
+    REP_GOOD and no ERMS it is copy_user_generic_string, rep movsq then rep movsb, not
+    modelled). STAC/CLAC around it. Returns the op index of the copy."""
     p.stac()
     i = len(p)
     if erms and n >= SHORT_STRING:
@@ -109,11 +121,13 @@ def copy_user_generic(p, dst, src, n, erms=True, flags=FLAG_EXTABLE):
     return i
 
 
-def _raw_copy(p, dst, src, n, const, erms, nospec, flags):
+def _raw_copy(p, dst, src, n, const, erms, nospec, flags, ahead=None):
     if const and n in CONST_SIZES:
         p.stac()
         if nospec:
             p.lfence()
+        if ahead:   # as in __get_user: ops an out-of-order core issues once the LFENCE lets it
+            ahead()
         i = len(p)
         p.careful_copy(dst, src, n, flags=flags)
         p.clac()
@@ -122,12 +136,13 @@ def _raw_copy(p, dst, src, n, const, erms, nospec, flags):
 
 
 def raw_copy_from_user(p, dst, src, n, const=False, erms=True, flags=FLAG_EXTABLE,
-                       dependent=False):
+                       dependent=False, ahead=None):
     """`const`: n is a compile-time constant (the 1/2/4/8/10/16-byte specialisation with
-    its LFENCE). `dependent`: src came from the previous load's data. Returns Ret: bytes not
-    copied."""
+    its LFENCE). `dependent`: src came from the previous load's data. `ahead`: as in
+    __get_user, emitted after the constant form's LFENCE (ignored otherwise). Returns Ret:
+    bytes not copied."""
     return _raw_copy(p, dst, src, n, const, erms, True,
-                     flags | (FLAG_DEPENDENT if dependent else 0))
+                     flags | (FLAG_DEPENDENT if dependent else 0), ahead)
 
 
 def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
@@ -135,9 +150,9 @@ def raw_copy_to_user(p, dst, src, n, const=False, erms=True):
     return _raw_copy(p, dst, src, n, const, erms, False, FLAG_EXTABLE)
 
 
-def __copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False):
+def __copy_from_user(p, dst, src, n, const=False, erms=True, dependent=False, ahead=None):
     """raw_copy_from_user without a range check. Returns Ret: bytes not copied."""
-    return raw_copy_from_user(p, dst, src, n, const, erms, dependent=dependent)
+    return raw_copy_from_user(p, dst, src, n, const, erms, dependent=dependent, ahead=ahead)
 
 
 def __copy_to_user(p, dst, src, n, const=False, erms=True):

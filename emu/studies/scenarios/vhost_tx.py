@@ -2,8 +2,9 @@
 
 vhost-net TX of small packets (docs/scenarios.md §2) on the 2.6 GHz Broadwell profile: per
 packet `vhost_get_vq_desc` (avail ring entry, the 16-byte descriptor, translate_desc), the
-payload copied from guest memory (copyin), and per batch of VHOST_NET_BATCH = 64 packets
-`vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, used_event),
+12-byte vnet header and the frame copied from guest memory into a page frag
+(`vhost_net_build_xdp`: two copyins, each its STAC/CLAC pair), and per batch of
+VHOST_NET_BATCH = 64 packets `vhost_add_used_n` (the used elements, used->idx) and `vhost_signal` (smp_mb, avail->flags),
 kernels/vhost.py; before each batch the guest's vCPU writes the payloads, descriptors and
 avail entries the host is about to read (`virtqueue_enqueue_xmit`, peer writes: the host's
 reads of them are cache-to-cache transfers). Metadata goes through the uaccess primitives
@@ -13,7 +14,16 @@ loads and stores); `smap=on|off` is the machine's SMAP (off: the kernel patches 
 out). The per-packet work the emulator does not model — handle_tx's own loop and TAP with
 the xdp1 program — is declared in the profile ([software] vhost_net_tx_ns, tun_xdp_ns)
 and is the same for every variant. Assumed: 64-byte packets (--pkt-bytes), a 256-entry ring
-kept full by the guest, a polling guest (no eventfd signal). Metric `mpps`, with
+kept full by the guest, the uaccess path's descriptor read compiled to the 16-byte constant
+form (--desc-copy; kernels/vhost.py says why), and the guest DPDK's virtio-user over
+vhost-kernel: it registers a call eventfd (VHOST_SET_VRING_CALL with its callfd, DPDK
+virtio_user_dev.c), so vhost_signal runs vhost_notify (smp_mb, then a read of
+avail->flags: virtio-user's VIRTIO_USER_SUPPORTED_FEATURES has no EVENT_IDX), and, polling,
+sets VRING_AVAIL_F_NO_INTERRUPT (virtqueue_disable_intr at ring set-up), so the eventfd is
+never signalled; its TAP takes the 12-byte vnet header (IFF_VNET_HDR, VERSION_1:
+sock_hlen 12, vhost_kernel.c). DPDK read as stored copies: virtio_user_dev.c (store ids
+843796561, 665899257), vhost_kernel.c (DPDK/dpdk 013b4c52), virtio_ethdev.c (998466448),
+virtio_rxtx.c (1044864125). Metric `mpps`, with
 `ns_per_packet` and the cycles per packet of each function. docs/scenarios.md gives no
 published figure: the emulator predicts.
 """
@@ -35,9 +45,12 @@ SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycl
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",
              "instr.rep_movsb_startup_cycles", "core.freq_ghz")
 BUF_STRIDE = 2048          # the guest's packet buffers (virtio-user mbufs)
+# a frame and the vnet header pushed in front of it (in the previous buffer's tail) fit one
+MAX_PKT_BYTES = BUF_STRIDE - vhost.VNET_HDR_BYTES
 # The site of the TX loop itself: what runs outside the functions, and the end of the run
 # (the last batch's stores draining, Program.loop).
 LOOP_SITE = "tx loop"
+DESC_COPY = ("inlined", "call")   # the two readings of the descriptor read's compiled form
 MAX_PACKETS = 100_000      # a variant's packets are one program in memory, ~3.5 KB a packet
 
 
@@ -46,13 +59,24 @@ def configure(parser):
                         help=f"measured packets per variant, after one unmeasured batch, at most "
                              f"{MAX_PACKETS}; not a multiple of {vhost.VHOST_NET_BATCH}: the last "
                              f"batch is shorter (default: %(default)s)")
-    parser.add_argument("--pkt-bytes", type=int_in(1, BUF_STRIDE), default=64,
-                        help=f"bytes copied per packet, at most a guest buffer's {BUF_STRIDE} "
-                             f"(default: %(default)s, assumed)")
+    parser.add_argument("--pkt-bytes", type=int_in(1, MAX_PKT_BYTES), default=64,
+                        help=f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte "
+                             f"vnet header), at most {MAX_PKT_BYTES}: a guest buffer's "
+                             f"{BUF_STRIDE} less the header (default: %(default)s, assumed)")
+    parser.add_argument("--desc-copy", choices=DESC_COPY, default="inlined",
+                        help="the uaccess path's 16-byte descriptor read as compiled: "
+                             "'inlined' = raw_copy_from_user's constant form (STAC, LFENCE, "
+                             "two loads, CLAC), 'call' = copy_user_generic (no LFENCE); no "
+                             "disassembly settles it, kernels/vhost.py gives the reasoning "
+                             "(default: %(default)s, assumed)")
 
 
-def build(profile, overrides, variant):
-    """(machine, ring, guest buffer base, kernel frag base) for a variant."""
+def build(profile, overrides, variant, desc_copy="inlined"):
+    """(machine, ring, guest buffer base, kernel frag base) for a variant; `desc_copy`:
+    "inlined" (the descriptor read is raw_copy_from_user's 16-byte form with its LFENCE) or
+    "call" (copy_user_generic), kernels/vhost.py's module docstring."""
+    if desc_copy not in DESC_COPY:
+        raise ValueError(f"desc_copy {desc_copy!r}: one of {', '.join(DESC_COPY)}")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
     smap, path = (kv.split("=")[1] for kv in variant.split(","))
@@ -63,13 +87,12 @@ def build(profile, overrides, variant):
     k = kernel["base"]
     alias = k + (1 << 20)                              # the vmap alias of the ring pages
     ring = vhost.Ring(path, alias if path == "vmap" else user["base"], 256, vq=k, umem=k + 1024,
-                      maps=k + 2048, stack=k + 3072)
+                      maps=k + 2048, stack=k + 3072, desc_const=desc_copy == "inlined")
     bufs = user["base"] + (1 << 20)
     for base in {ring.base, user["base"]}:   # the guest's ring (and its vmap alias)
         r = vhost.Ring("uaccess", base, ring.num, 0, 0, 0, 0)
         for h in range(r.num):              # descriptors and avail entries, written once
-            m.write(r.desc + 16 * h, (bufs + BUF_STRIDE * h).to_bytes(8, "little")
-                    + (64).to_bytes(4, "little") + bytes(4))
+            m.write(r.desc + 16 * h, vhost.guest_desc(bufs + BUF_STRIDE * h, 64))
             m.write(r.avail_ring(h), h.to_bytes(2, "little"))
     return m, ring, bufs, k + (2 << 20)
 
@@ -85,10 +108,12 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
     not a multiple, the last batch is shorter: the guest enqueues only those packets and the
     host completes them as handle_tx does a batch cut short (vhost_add_used_n, vhost_signal
     of what it has)."""
-    if not 1 <= pkt_bytes <= BUF_STRIDE:   # a longer payload would run into the next buffer
-        raise ValueError(f"pkt_bytes {pkt_bytes}: a guest buffer holds 1 to {BUF_STRIDE} bytes")
+    if not 1 <= pkt_bytes <= MAX_PKT_BYTES:   # longer, it would run into the next header
+        raise ValueError(f"pkt_bytes {pkt_bytes}: a guest buffer holds 1 to {MAX_PKT_BYTES} "
+                         f"bytes of frame after the {vhost.VNET_HDR_BYTES}-byte vnet header")
     declared = declared_cycles(m.profile.values)
-    p = Program(capacity=64 * n)
+    tx = vhost.TxBuffers(net=ring.vq + 4096, xdp=ring.vq + 8192, frags=frags)
+    p = Program(capacity=80 * n)
     with p.loop(LOOP_SITE):
         for k in range(first, first + n, vhost.VHOST_NET_BATCH):
             count = min(vhost.VHOST_NET_BATCH, first + n - k)
@@ -100,21 +125,24 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
                 with p.function("handle_tx (declared)"):
                     p.work(declared["handle_tx (declared)"])
                     p.store(ring.vq + 256 + 8 * j, size=8, value=head)   # vq->heads[done_idx]
-                with p.function("copyin (payload)"):
-                    vhost.copyin(p, frags + BUF_STRIDE * j, bufs + BUF_STRIDE * head, pkt_bytes)
+                with p.function("vhost_net_build_xdp"):
+                    vhost.vhost_net_build_xdp(p, tx, bufs + BUF_STRIDE * head
+                                              - vhost.VNET_HDR_BYTES,
+                                              pkt_bytes + vhost.VNET_HDR_BYTES)
                 with p.function("tun + xdp1 (declared)"):   # xdp1 parses the copied packet
                     p.work(declared["tun + xdp1 (declared)"], dependent=True)
                 heads.append(head)
+            tx.batched = 0                                     # vhost_tx_batch
             vhost.vhost_add_used_n(p, ring, heads)
             vhost.vhost_signal(p, ring)
             vhost.virtio_xmit_cleanup(p, ring, ring.used_idx - len(heads), len(heads))
     return p
 
 
-def run_variant(profile, overrides, variant, packets, pkt_bytes):
+def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inlined"):
     profiler.label(variant)
     batch = vhost.VHOST_NET_BATCH
-    m, ring, bufs, frags = build(profile, overrides, variant)
+    m, ring, bufs, frags = build(profile, overrides, variant, desc_copy)
     m.run(packets_program(m, ring, bufs, frags, 0, batch, pkt_bytes))
     before = m.stats()["sites"]
     r = m.run(packets_program(m, ring, bufs, frags, batch, packets, pkt_bytes))
@@ -128,16 +156,18 @@ def run_variant(profile, overrides, variant, packets, pkt_bytes):
 def run(args):
     profile = args.profile or DEFAULT_PROFILE
     overrides = dict(args.overrides)
-    variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes)
+    variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes,
+                               args.desc_copy)
                 for v in progress(VARIANTS, NAME, wanted(args))}
     return {"scenario": NAME, "profile": profile, "packets": args.packets,
-            "pkt_bytes": args.pkt_bytes, "variants": variants}
+            "pkt_bytes": args.pkt_bytes, "desc_copy": args.desc_copy, "variants": variants}
 
 
 def table(res):
     lines = [f"vhost-tx on {res['profile']}: {res['packets']} packets of {res['pkt_bytes']} B "
              f"per variant measured, after one unmeasured batch of {vhost.VHOST_NET_BATCH} "
-             f"(assumed: a full 256-entry ring, a polling guest)",
+             f"(assumed: a full 256-entry ring, a polling guest; descriptor read: "
+             f"{res['desc_copy']})",
              "published: none in docs/scenarios.md; the emulator predicts",
              f"{'variant':<24}{'Mpps':>8}{'ns/packet':>11}"]
     for v, d in res["variants"].items():
