@@ -235,3 +235,21 @@ def test_build_xdp_copies_the_header_then_the_frame():
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 2048])
 def test_guest_payload_is_the_per_byte_pattern(head, n):
     assert vhost.guest_payload(head, n) == bytes((head * 7 + i) & 0xFF for i in range(n))
+
+
+def test_the_smap_cost_is_reported_under_every_reading_of_stac_clac(capsys):
+    # STAC/CLAC have no Intel source: the run brackets the SMAP cost a packet over the
+    # profile's assumption, a flags-write cost and serializing. Costlier or serializing
+    # STAC/CLAC only add work with SMAP on, so neither reading can lower that cost, and
+    # with SMAP off (STAC/CLAC patched out) every reading runs the same packets
+    assert main(["run", "vhost-tx", "--packets", "640", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    own = vhost_tx.derived({v: d["mpps"] for v, d in res["variants"].items()})
+    for name in ("flag write", "serializing"):
+        r = res["readings"][name]["mpps"]
+        for path in vhost.PATHS:
+            key = f"SMAP ns/packet, path={path}"
+            assert r[key] > own[key]
+            assert r[f"smap=off,path={path}"] == res["variants"][f"smap=off,path={path}"]["mpps"]
+    lo, hi = res["bracket"]["SMAP ns/packet, path=uaccess"]
+    assert lo == pytest.approx(own["SMAP ns/packet, path=uaccess"]) and hi > lo

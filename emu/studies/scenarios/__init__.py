@@ -132,15 +132,21 @@ def readings(mod, args, plain):
     values no source settles that its result may turn on; a str value names another
     profile key whose value it takes) run beside the profile's own: {"readings": {name:
     {"why", "overrides", METRIC values}}, "bracket": {label: [low, high]}} over the
-    profile's value and every reading (docs/design.md: an assumption's plausible range)."""
+    profile's value and every reading (docs/design.md: an assumption's plausible range).
+    A study's optional `derived(values) -> {label: number}` adds quantities computed from
+    its metric (vhost-tx: the SMAP cost a packet) to each reading and to the bracket."""
     base = load_profile(args.profile, dict(args.overrides) or None)
-    own = metric_values(mod, plain)
+
+    def values_of(result):
+        v = metric_values(mod, result)
+        return {**v, **mod.derived(v)} if hasattr(mod, "derived") else v
+    own = values_of(plain)
     lows, highs, out = dict(own), dict(own), {}
     for name, (why, settings) in mod.READINGS.items():
         over = {k: base.get(v) if isinstance(v, str) else v for k, v in settings.items()}
         a = argparse.Namespace(**vars(args))
         a.overrides = list(args.overrides) + list(over.items())
-        values = metric_values(mod, mod.run(a))
+        values = values_of(mod.run(a))
         for k, x in values.items():
             lows[k], highs[k] = min(lows[k], x), max(highs[k], x)
         out[name] = {"why": why, "overrides": over, mod.METRIC: values}
@@ -155,7 +161,7 @@ def readings_table(mod, result):
     for name, r in result["readings"].items():
         setting = ", ".join(f"{k}={v}" for k, v in r["overrides"].items())
         lines.append(f"  {name}: {setting} ({r['why']})")
-        lines += [f"    {k:<28}{r[mod.METRIC][k]:>12.4g}" for k in labels]
+        lines += [f"    {k:<36}{r[mod.METRIC][k]:>12.4g}" for k in labels]
     lines.append("  bracket (lowest .. highest over the profile's value and the readings):")
-    lines += [f"    {k:<28}{lo:>12.4g} .. {hi:.4g}" for k, (lo, hi) in result["bracket"].items()]
+    lines += [f"    {k:<36}{lo:>12.4g} .. {hi:.4g}" for k, (lo, hi) in result["bracket"].items()]
     return "\n".join(lines) + "\n"

@@ -44,6 +44,16 @@ SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycl
              "instr.clac_cycles", "instr.lfence_cycles", "instr.lock_rmw_cycles",
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",
              "instr.rep_movsb_startup_cycles", "core.freq_ghz")
+# What STAC/CLAC cost and whether they serialize: no Intel source (docs/hardware.md §6.2);
+# the profile's 3 + 3 cycles, non-serializing, is an assumption. The other readings:
+READINGS = {
+    "flag write": ("STAC/CLAC cost what a flags write on a dependency chain costs: the "
+                   "measured PUSHFQ + POPFQ, 26 c on Broadwell-E and Haswell-EP, 24 on "
+                   "Skylake-X ([ILX], docs/hardware.md §11)",
+                   {"instr.stac_cycles": 26, "instr.clac_cycles": 26}),
+    "serializing": ("STAC/CLAC wait like LFENCE, as AMD's Zen 1-4 do (no Intel statement "
+                    "either way, docs/hardware.md §6.2)", {"instr.stac_clac_serialize": 1}),
+}
 BUF_STRIDE = 2048          # the guest's packet buffers (virtio-user mbufs)
 # a frame and the vnet header pushed in front of it (in the previous buffer's tail) fit one
 MAX_PKT_BYTES = BUF_STRIDE - vhost.VNET_HDR_BYTES
@@ -161,6 +171,12 @@ def run(args):
                 for v in progress(VARIANTS, NAME, wanted(args))}
     return {"scenario": NAME, "profile": profile, "packets": args.packets,
             "pkt_bytes": args.pkt_bytes, "desc_copy": args.desc_copy, "variants": variants}
+
+
+def derived(mpps):
+    """The SMAP cost a packet per path: ns with SMAP on less ns with it off (readings())."""
+    return {f"SMAP ns/packet, path={p}": 1e3 / mpps[f"smap=on,path={p}"]
+            - 1e3 / mpps[f"smap=off,path={p}"] for p in vhost.PATHS}
 
 
 def table(res):
