@@ -74,9 +74,11 @@ def _iovec_entry(p, i, first):
     p.load(i.addr + IOV_ITER_BYTES + 16 * i.seg, dependent=first)
 
 
-def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
-    """Copy up to `nbytes` from the iterator to pmem at `addr`, advancing it; returns the
-    bytes copied."""
+def _iterate_and_advance(p, i, nbytes, step):
+    """iterate_and_advance (lib/iov_iter.c): the iterator's fields loaded, then per segment
+    its iovec entry and step(address, bytes, done so far), which emits the segment's work and
+    returns the bytes it left undone (a fault: the walk stops there); the iterator advanced
+    and stored back. Returns the bytes done."""
     nbytes = min(nbytes, i.count)
     done = 0
     p.load(i.addr)                                     # type, iov_offset, count, iov
@@ -84,13 +86,7 @@ def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
         base, n = i.segs[i.seg]
         _iovec_entry(p, i, done == 0)                  # the iovec: base and length
         take = min(n - i.iov_offset, nbytes - done)
-        left = 0
-        if take and i.type == "iovec":
-            with p.function("__copy_user_flushcache"):
-                left = uc.__copy_user_flushcache(p, flush, addr + done, base + i.iov_offset, take)
-        elif take:
-            with p.function("__memcpy_flushcache"):
-                uc.__memcpy_flushcache(p, flush, addr + done, base + i.iov_offset, take)
+        left = step(base + i.iov_offset, take, done) if take else 0
         done += take - left
         i.iov_offset += take - left
         if i.iov_offset == n:
@@ -99,6 +95,19 @@ def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
             break
     p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)   # count, offset, nr_segs, iov
     return done
+
+
+def _copy_from_iter_flushcache(p, flush, addr, nbytes, i):
+    """Copy up to `nbytes` from the iterator to pmem at `addr`, advancing it; returns the
+    bytes copied."""
+    def step(src, take, done):
+        if i.type == "iovec":
+            with p.function("__copy_user_flushcache"):
+                return uc.__copy_user_flushcache(p, flush, addr + done, src, take)
+        with p.function("__memcpy_flushcache"):
+            uc.__memcpy_flushcache(p, flush, addr + done, src, take)
+        return 0
+    return _iterate_and_advance(p, i, nbytes, step)
 
 
 def copy_from_iter_flushcache(p, hard, flush, addr, nbytes, i):
@@ -119,27 +128,16 @@ def copyout_mc(p, cm, to, src, n):
 def _copy_mc_to_iter(p, cm, addr, nbytes, i):
     """Copy up to `nbytes` from pmem at `addr` to the iterator, advancing it; returns the
     bytes copied if no copy consumes poison (see copied())."""
-    nbytes = min(nbytes, i.count)
-    done = 0
-    p.load(i.addr)
-    while done < nbytes:
-        base, n = i.segs[i.seg]
-        _iovec_entry(p, i, done == 0)
-        take = min(n - i.iov_offset, nbytes - done)
-        if take:
-            with p.function("copy_mc_to_user" if i.type == "iovec" else "copy_mc_to_kernel"):
-                if i.type == "iovec":
-                    r = copyout_mc(p, cm, base + i.iov_offset, addr + done, take)
-                else:
-                    r = mc.copy_mc_to_kernel(p, base + i.iov_offset, addr + done, take,
-                                             cm.fragile_key, cm.erms, cm.bug)
-            i.copies.append((r, take))
-        done += take
-        i.iov_offset += take
-        if i.iov_offset == n:
-            i.seg, i.iov_offset = i.seg + 1, 0
-    p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)
-    return done
+    def step(dst, take, done):
+        with p.function("copy_mc_to_user" if i.type == "iovec" else "copy_mc_to_kernel"):
+            if i.type == "iovec":
+                r = copyout_mc(p, cm, dst, addr + done, take)
+            else:
+                r = mc.copy_mc_to_kernel(p, dst, addr + done, take, cm.fragile_key, cm.erms,
+                                         cm.bug)
+        i.copies.append((r, take))
+        return 0
+    return _iterate_and_advance(p, i, nbytes, step)
 
 
 def __clear_user(p, addr, n):
@@ -156,26 +154,15 @@ def __clear_user(p, addr, n):
 def iov_iter_zero(p, nbytes, i):
     """Zero up to `nbytes` of the iterator's segments (clear_user for a user iovec, memset
     for a kvec), advancing it; returns the bytes zeroed."""
-    nbytes = min(nbytes, i.count)
-    done = 0
-    p.load(i.addr)
-    while done < nbytes:
-        base, n = i.segs[i.seg]
-        _iovec_entry(p, i, done == 0)
-        take = min(n - i.iov_offset, nbytes - done)
-        if take and i.type == "iovec":
-            with p.function("clear_user"), p.guarded(*range_cmp(base + i.iov_offset, take)):
-                __clear_user(p, base + i.iov_offset, take)
-        elif take:
-            p.stores(np.arange(base + i.iov_offset, base + i.iov_offset + take), size=1)
-        if take:
-            i.copies.append((Ret(None), take))
-        done += take
-        i.iov_offset += take
-        if i.iov_offset == n:
-            i.seg, i.iov_offset = i.seg + 1, 0
-    p.store(i.addr, size=ITER_FIELDS_BYTES, value=i.count)
-    return done
+    def step(dst, take, done):
+        if i.type == "iovec":
+            with p.function("clear_user"), p.guarded(*range_cmp(dst, take)):
+                __clear_user(p, dst, take)
+        else:
+            p.stores(np.arange(dst, dst + take), size=1)
+        i.copies.append((Ret(None), take))
+        return 0
+    return _iterate_and_advance(p, i, nbytes, step)
 
 
 def copied(result, i):
