@@ -199,21 +199,26 @@ def take(S, sec, n, done):
 
 
 @compiled
-def _prefetch(S, lvl, pf, line, t0):
-    """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
-    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer,
-    and each that misses the L2 a free L2 miss entry (_walk drops it otherwise)."""
-    first, count = prefetchers.train(S, pf, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
-    for nxt in range(first, first + count):
-        if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+def _prefetch(S, lvl, pfs, line, t0):
+    """Ask each prefetcher in the mask `pfs` of level `lvl` what to fetch after a demand
+    miss on `line`, then fill those lines from level `lvl` down. At L1 each fill needs a
+    free line fill buffer, and each that misses the L2 a free L2 miss entry (_walk drops it
+    otherwise)."""
+    for pf in range(1, prefetchers.N_IDS):
+        if not pfs & (1 << (pf - 1)):   # memmodel.prefetch.bit
             continue
-        if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
-            return
-        done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
-        if done < 0:   # dropped: no free L2 miss entry
-            continue
-        if lvl == 0:
-            take(S, S[MH.LFB], S[MT.LFB], done)
+        first, count, step = prefetchers.train(S, pf, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
+        for k in range(count):
+            nxt = first + k * step
+            if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+                continue
+            if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
+                return
+            done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
+            if done < 0:   # dropped: no free L2 miss entry
+                continue
+            if lvl == 0:
+                take(S, S[MH.LFB], S[MT.LFB], done)
 
 
 @inlined

@@ -1,8 +1,10 @@
-"""The one dispatch of the prefetcher hook: the level's prefetcher id `pf` (never PF_NONE:
-the hierarchy asks only levels that have one) picks the module (see memmodel.prefetch).
-Inlined into the miss path's caller; the last branch takes the remaining id."""
+"""The one dispatch of the prefetcher hook: prefetcher id `pf` (never "none": the
+hierarchy asks only the ids in a level's mask) picks the module (see memmodel.prefetch).
+Inlined into the hierarchy's _prefetch; the last branch takes the remaining id."""
 from memmodel.jit import inlined
-from memmodel.prefetch import next_line, stream
+from memmodel.prefetch import PREFETCHER_IDS, next_line, stream
+
+N_IDS = len(PREFETCHER_IDS)
 
 
 @inlined

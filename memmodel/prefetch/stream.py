@@ -45,16 +45,16 @@ def train(S, line, distance, degree):
         S[ix(o + ROW.LAST)] = line
         S[ix(o + ROW.NEXT)] = line + 1
         S[ix(o + ROW.STAMP)] = S[ix(st + HEAD.CLOCK)]
-        return 0, 0
+        return 0, 0, 1
     o = st + N_ROW * e
     S[ix(o + ROW.STAMP)] = S[ix(st + HEAD.CLOCK)]
     last = S[ix(o + ROW.LAST)]
     S[ix(o + ROW.LAST)] = line
     if line != last + 1 and line != last:
         S[ix(o + ROW.NEXT)] = line + 1
-        return 0, 0
+        return 0, 0, 1
     first = max(S[ix(o + ROW.NEXT)], line + 1)
     limit = min(line + distance, ((page + 1) << 6) - 1)
     count = max(0, min(degree, limit - first + 1))
     S[ix(o + ROW.NEXT)] = first + count
-    return first, count
+    return first, count, 1
