@@ -222,8 +222,9 @@ def _prefetch(S, lvl, pfs, line, t0):
 
 
 @inlined
-def demand(S, line, t0, kind):
-    """A demand load or store (RFO) of one line issued at t0; marks the L1 copy dirty for
+def demand(S, line, t0, kind, ip, addr):
+    """A demand load or store (RFO) of one line issued at t0, by the load instruction at
+    `ip` of byte address `addr` (ip 0: none, or not a load); marks the L1 copy dirty for
     stores. Returns (the data-ready cycle, the cycle issue waits until: when a miss found
     every line fill buffer busy, the first to free; else 0)."""
     i0, b = cm.l1_find(S, line)
@@ -244,7 +245,7 @@ def demand(S, line, t0, kind):
         cm.set_flags(S, b, f)
         cm.touch(S, 0, i0, b)
         return max(t0 + lat, cm.ready(S, b)), 0
-    return demand_miss(S, line, t0, kind)
+    return demand_miss(S, line, t0, kind, ip, addr)
 
 
 @inlined
@@ -272,7 +273,7 @@ def _miss_events(S, line, t0, done, store, llc):
 
 
 @compiled
-def demand_miss(S, line, t0, kind):
+def demand_miss(S, line, t0, kind, ip, addr):
     """demand() of a line that is not in L1."""
     cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
     S[MS.L1D_MISSES] += 1
