@@ -108,11 +108,13 @@ _INSTR = {
     "pushf_popf_cycles": (_INT, True, *_CYCLES),
     "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
 }
-# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.
+# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss;
+# so does the IP-stride prefetcher per load it trains on.
 _PREFETCH = {
     "stream_distance_lines": (_INT, True, 1, 64),
     "stream_degree_lines": (_INT, True, 1, 64),
     "stream_entries": (_INT, True, 1, 256),
+    "ip_stride_entries": (_INT, True, 1, 256),
 }
 # remote_latency_ns: what a remote read adds (and a remote NT line's acknowledgement: the
 # same request there and reply back); remote_hold_ns: what a remote line adds to the time a
@@ -453,6 +455,9 @@ def _validate(raw, fname):
         if n not in CACHE_LEVELS[:2] and lvl["prefetcher"]:
             raise ProfileError(f"{where}.prefetcher: prefetchers are modelled at l1d and l2 "
                                f"only, got {', '.join(lvl['prefetcher'])!r}")
+        if {"stream", "streamer"} <= set(lvl["prefetcher"]):
+            raise ProfileError(f"{where}.prefetcher: stream and streamer share one table "
+                               "(stream is the streamer without descending streams): one of them")
         v["cache"][n] = lvl
     v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources, transfers)
     v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources,

@@ -15,7 +15,7 @@ without numba.
 Adding a prefetcher: a module NAME.py with train() and `ID = PREFETCHER_IDS.index("NAME")`,
 its name in PREFETCHER_IDS, and one branch for it in _dispatch.train.
 """
-PREFETCHER_IDS = ("none", "next_line", "stream")
+PREFETCHER_IDS = ("none", "next_line", "stream", "streamer", "spatial", "ip_stride")
 PF_NONE = 0   # the mask of a level with no prefetcher
 
 
