@@ -225,6 +225,16 @@ def _prefetch(S, lvl, pfs, line, t0, ip, addr, l2_missed):
                 take(S, S[MH.LFB], S[MT.LFB], done)
 
 
+@compiled
+def _l1_first_use(S, line, f, t0, ip, addr):
+    """first_use() at L1 by the load at `ip` (0: none) of address `addr`: a prefetch turned
+    its miss into a hit, so it trains the IP-stride prefetcher as the miss would have. Apart
+    from demand(), which is inlined into every access's handler: one call there."""
+    if f & cm.F_PREFETCHED and ip != 0 and S[MT.PF_L1] & IP_STRIDE:
+        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, 0)
+    return first_use(S, 0, line, f)
+
+
 @inlined
 def demand(S, line, t0, kind, ip, addr):
     """A demand load or store (RFO) of one line issued at t0, by the load instruction at
@@ -244,11 +254,8 @@ def demand(S, line, t0, kind, ip, addr):
             if f & cm.F_SHARED and kind != K_LOAD:
                 lat = max(lat, upgrade(S, 0, line))
                 f &= ~cm.F_SHARED
-            if f & cm.F_PREFETCHED and ip != 0 and S[MT.PF_L1] & IP_STRIDE:
-                # a prefetch turned this load's miss into a hit: it trains as the miss would
-                _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, 0)
             if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
-                f = first_use(S, 0, line, f)
+                f = _l1_first_use(S, line, f, t0, ip, addr)
         cm.set_flags(S, b, f)
         cm.touch(S, 0, i0, b)
         return max(t0 + lat, cm.ready(S, b)), 0
