@@ -75,7 +75,8 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
             pl.rob_gate(S, 1 if op == Op.LOAD else 0)
         if op == Op.LOAD:
             if ok == size:
-                hd.load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED))
+                hd.load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED),
+                        0 if flags & FLAG_MASKED else ops[i, COL_SRC])   # a masked one's: base
                 if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & FLAG_INDEXED:
                     S[SC.VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
         elif op == Op.STORE:

@@ -8,6 +8,7 @@ from isa.ops import (
     COL_FLAGS,
     COL_OP,
     COL_SIZE,
+    COL_SRC,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     N_COLS,
@@ -194,7 +195,9 @@ def plain_run(S, pt, frames, ops, data, i, n):
                                 op == Op.STORE)
         else:
             S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
-            ready, wait = hier.demand_miss(S, line, t0, K_LOAD if op == Op.LOAD else K_STORE)
+            load = op == Op.LOAD   # a plain load's COL_SRC is its ip
+            ready, wait = hier.demand_miss(S, line, t0, K_LOAD if load else K_STORE,
+                                           opf[ix(r + COL_SRC)] if load else 0, addr)
             w_lfb += pl.waited(now, wait, site_start)
             now, stamp = max(now, wait), S[cm.LV_AT + cm.LV.STAMP]
             ml1, ms1, mb1 = ml0, ms0, mb0

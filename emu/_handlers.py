@@ -17,16 +17,17 @@ from memmodel.layout import MH, MS, MT
 
 
 @inlined
-def load(S, addr, size, dependent):
+def load(S, addr, size, dependent, ip):
+    """A LOAD of [addr, addr + size) by the instruction at `ip` (0: none)."""
     t0 = S[SC.NOW]
     if dependent and S[SC.DEP_READY] > t0:
         t0 = S[SC.DEP_READY]
     first = addr >> 6
     last = (addr + size - 1) >> 6
-    done, wait = hier.demand(S, first, t0, K_LOAD)
+    done, wait = hier.demand(S, first, t0, K_LOAD, ip, addr)
     pl.stall_until(S, wait, SCTR.FILL_BUFFER)
-    if last != first:
-        got, wait = hier.demand(S, last, t0, K_LOAD)
+    if last != first:   # the IP-stride prefetcher sees the load once, at its address
+        got, wait = hier.demand(S, last, t0, K_LOAD, 0, 0)
         done = max(done, got)
         pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     pl.issue(S, 1)
@@ -40,7 +41,7 @@ def store_line(S, line, n):
     """`n` stores to `line` (an RFO, then n store-buffer entries committing in order once
     the line is owned and the stores have retired)."""
     t0 = S[SC.NOW]
-    ready, wait = hier.demand(S, line, t0, K_STORE)
+    ready, wait = hier.demand(S, line, t0, K_STORE, 0, 0)
     pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     at = max(ready, t0 + 1, S[SC.DONE_MAX])   # pl.commit_at as of its dispatch at t0
     for _ in range(n):
@@ -65,9 +66,9 @@ def locked_rmw(S, addr, size):
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     pl.retired(S)
     t0 = S[SC.NOW]
-    ready = hier.demand(S, addr >> 6, t0, K_STORE)[0]
+    ready = hier.demand(S, addr >> 6, t0, K_STORE, 0, 0)[0]
     if (addr + size - 1) >> 6 != addr >> 6:
-        ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE)[0])
+        ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE, 0, 0)[0])
     done = max(ready, t0 + S[TP.LOCK_RMW])
     pl.issue(S, 1)
     pl.stall_until(S, done, SCTR.FENCE)
@@ -173,7 +174,7 @@ def rfo_ahead(S, ops, i, n):
                 t = max(S[SC.NOW], hier.first_free(S, S[MH.LFB]))
                 if t > by:
                     return
-                hier.demand_miss(S, line, t, K_STORE)
+                hier.demand_miss(S, line, t, K_STORE, 0, 0)
                 b = cm.lookup(S, 0, line)
                 cm.set_flags(S, b, cm.flags(S, b) & ~cm.F_DIRTY)
                 cm.count(S, 0, cm.CC.STORE_HITS, -1)   # the store's own L1 hit: one access
@@ -293,7 +294,7 @@ def copy(S, pt, frames, op, dst, src, n):
         ready = t0
         for sl in range(s >> 6, ((s + k - 1) >> 6) + 1):
             if sl != prev_src:
-                got, wait = hier.demand(S, sl, t0, K_LOAD)
+                got, wait = hier.demand(S, sl, t0, K_LOAD, 0, 0)
                 ready = max(ready, got)
                 pl.stall_until(S, wait, SCTR.FILL_BUFFER)
                 prev_src = sl

@@ -77,9 +77,11 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
             if t >= resolve or ck.first_fault(S, a, a + size, True)[1] != ST_OK or \
                     (S[SC.POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
                 break
-            dep = hier.demand(S, a >> 6, t, K_LOAD)[0]
+            # a transient load trains the prefetchers as any load does
+            dep = hier.demand(S, a >> 6, t, K_LOAD, 0 if flags & FLAG_MASKED else
+                              ops[j, COL_SRC], a)[0]
             if (a + size - 1) >> 6 != a >> 6:
-                dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD)[0])
+                dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD, 0, 0)[0])
             val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
         elif op == Op.INDEX_MASK:
             mask, dep = index_mask(S, ops, j, t, dep)

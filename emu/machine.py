@@ -40,7 +40,7 @@ from memmodel import memory as mm
 from memmodel import tables
 from memmodel._persist import PQ_ENTRIES
 from memmodel.layout import MS, MT, Layout
-from memmodel.prefetch import stream
+from memmodel.prefetch import ip_stride, stream
 from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
@@ -139,12 +139,14 @@ class Machine:
         md.add_sections(self.layout, media)
         mm.add_sections(self.layout, regions)
         stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
+        ip_stride.add_sections(self.layout, v["prefetch"]["ip_stride_entries"])
         hot.add_sections(self.layout, hot_lines, len(regions))
         self.S = self.layout.build()
         st.init_sections(self.S, v, smap)
         tables.init_sections(self.layout, self.S, v, functional, node)
         cm.init_sections(self.layout, self.S, levels, seed)
         stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
+        ip_stride.init_sections(self.layout, self.S, v["prefetch"]["ip_stride_entries"])
         hot.init_sections(self.layout, self.S, hot_lines)
         md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"], self.background)
         self.pt, self.frames = mm.init_sections(

@@ -21,6 +21,7 @@ from isa.ops import (
     FLAG_MASKED,
     FLAG_MCSAFE,
     FLUSH,
+    HAS_IP,
     IMM_KIND,
     MAX_WORK_CYCLES,
     MOVNT_SIZES,
@@ -77,6 +78,7 @@ _CHECKS = (
     ("BODY", "branch body beyond the end of the program"),
     ("INDEX", "negative index or limit"),
     ("INDEXED_AND_MASKED", INDEXED_AND_MASKED),
+    ("IP", "negative instruction address (ip)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
 WHY = tuple(why for _, why in _CHECKS)
@@ -115,7 +117,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         size = ops[i, COL_SIZE]
         peer |= PEER[op] != 0
         if SIMPLE[op] and ops[i, COL_FLAGS] & ~SIMPLE_FLAGS[op] == 0 and 1 <= size <= 64 and \
-                0 <= addr <= PHYS_LIMIT - size and (IMM_KIND[op] != ImmKind.DATA or
+                0 <= addr <= PHYS_LIMIT - size and ops[i, COL_SRC] >= 0 and \
+                (IMM_KIND[op] != ImmKind.DATA or
                                                    ops[i, COL_DATA] < 0
                                                    or ops[i, COL_DATA] <= blob_len - size):
             units += range_units(size)
@@ -167,6 +170,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
             _fail(first, Check.MASKED, i)
         if flags & FLAG_INDEXED and flags & FLAG_MASKED:
             _fail(first, Check.INDEXED_AND_MASKED, i)
+        if HAS_IP[op] and not flags & FLAG_MASKED and src < 0:
+            _fail(first, Check.IP, i)
         copy = RANGE_KIND[op] == RangeKind.DST_SRC
         if copy and src < 0:
             _fail(first, Check.SRC, i)

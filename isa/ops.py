@@ -12,8 +12,9 @@ import numpy as np
 
 
 class Op(IntEnum):
-    LOAD = 0          # addr, size 1..64; FLAG_DEPENDENT: address came from the previous load
-    STORE = 1         # addr, size 1..64; data from DATA (blob offset) or the IMM bytes
+    LOAD = 0          # addr, size 1..64, src = ip; FLAG_DEPENDENT: address came from the
+    #                   previous load
+    STORE = 1         # addr, size 1..64, src = ip; data from DATA (blob offset) or the IMM bytes
     MOVNT = 2         # addr, size 4/8/16/32/64; non-temporal store through a WC buffer
     CLFLUSH = 3       # addr
     CLFLUSHOPT = 4    # addr
@@ -45,7 +46,7 @@ N_OPS = len(Op)
 COL_OP = 0
 COL_ADDR = 1
 COL_SIZE = 2
-COL_SRC = 3
+COL_SRC = 3    # a copy's source; a LOAD's or STORE's ip (P_IP), but a FLAG_MASKED load's base
 COL_DATA = 4   # offset into the Program's data blob, or -1 (use IMM's little-endian bytes)
 COL_IMM = 5
 COL_FLAGS = 6
@@ -116,6 +117,9 @@ P_ROB = 8          # takes a reorder-buffer entry (waits at the ROB gate)
 P_BULK = 16        # many accesses in one op: a caught fault stops it at that byte
 P_PEER = 32        # another core's access: no issue slot, checked only for being mapped
 P_FLUSH = 64       # writes its line back and/or evicts it: a kind FLUSH_RANGE repeats
+P_IP = 128         # COL_SRC is the address of its instruction, `ip` (>= 0; 0: none), which
+#                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride)
+#                    and a trace records; a FLAG_MASKED load's COL_SRC is its base: no ip
 
 
 class OpSpec(NamedTuple):
@@ -135,10 +139,10 @@ _LINE = {"addr": AddrKind.ADDRESS, "range": RangeKind.LINE}
 _GUARD = {"addr": AddrKind.INDEX, "size": SizeRule.LIMIT}
 
 OP_SPEC = {
-    Op.LOAD: OpSpec(P_POISON | P_ROB, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.SCALE,
+    Op.LOAD: OpSpec(P_POISON | P_ROB | P_IP, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.SCALE,
                     flags=FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED
                     | FLAG_MASKED),
-    Op.STORE: OpSpec(P_WRITES | P_ROB, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
+    Op.STORE: OpSpec(P_WRITES | P_ROB | P_IP, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
                      flags=FLAG_EXTABLE),
     Op.MOVNT: OpSpec(P_WRITES | P_ROB, **_AT, size=SizeRule.MOVNT, imm=ImmKind.DATA,
                      flags=FLAG_EXTABLE),
@@ -195,6 +199,7 @@ HOLDS_ROB = _has(P_ROB)
 BULK = _has(P_BULK)
 PEER = _has(P_PEER)
 FLUSH = _has(P_FLUSH)
+HAS_IP = _has(P_IP)
 
 PEER_OPS = tuple(op for op in Op if OP_SPEC[op].props & P_PEER)
 FLUSH_KINDS = tuple(op for op in Op if OP_SPEC[op].props & P_FLUSH)

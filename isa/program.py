@@ -150,13 +150,16 @@ class Program:
         return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
 
     # -- single ops -------------------------------------------------------------------
-    def load(self, addr, size=8, dependent=False, flags=0):
+    def load(self, addr, size=8, dependent=False, flags=0, ip=0):
         """Load `size` (1..64) bytes; `dependent`: the address came from the previous load.
-        `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup)."""
+        `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup). `ip`: the
+        load instruction's address (0: none), what the L1 IP-stride prefetcher tells loads
+        apart by; a load without one does not train it."""
         self._check_addr("load", addr)
         if not 1 <= _int("load", "size", size) <= 64:
             raise ProgramError(f"load at {addr:#x}: size {size} not in 1..64")
-        return self._load("load", addr, size, flags=flags | (FLAG_DEPENDENT if dependent else 0))
+        return self._load("load", addr, size, src=self._ip("load", ip),
+                          flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
     def load_indexed(self, base, scale, size=8, flags=0):
         """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes)
@@ -168,11 +171,19 @@ class Program:
         index_mask (array_index_nospec): out of bounds it reads base[0]."""
         return self._load("load_masked", addr, size, src=base, flags=flags | FLAG_MASKED)
 
-    def store(self, addr, data=None, size=None, value=0, flags=0):
+    def store(self, addr, data=None, size=None, value=0, flags=0, ip=0):
         """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`.
-        `flags`: FLAG_EXTABLE (a fault goes to a fixup)."""
+        `flags`: FLAG_EXTABLE (a fault goes to a fixup). `ip`: the store instruction's
+        address (0: none; recorded, no prefetcher trains on it)."""
         n, off, imm = self._written("store", addr, data, size, value)
-        return self._emit(Op.STORE, addr, n, data=off, imm=imm, flags=flags)
+        return self._emit(Op.STORE, addr, n, src=self._ip("store", ip), data=off, imm=imm,
+                          flags=flags)
+
+    @staticmethod
+    def _ip(name, ip):
+        if _int(name, "ip", ip) < 0:
+            raise ProgramError(f"{name}: negative instruction address (ip) {ip:#x}")
+        return int(ip)
 
     def _written(self, name, addr, data, size, value):
         """(bytes, data offset or -1, IMM) of a write of `data` (1..64 bytes), or of `size`
@@ -382,7 +393,9 @@ class Program:
         self.site(name)
 
     # -- batches ----------------------------------------------------------------------
-    def _batch(self, op, addrs, size, flags=0):
+    def _batch(self, op, addrs, size, flags=0, ips=None):
+        if ips is not None:
+            ips = self._batch_ips(op, ips, np.asarray(addrs).reshape(-1))
         raw = np.asarray(addrs).reshape(-1)
         if len(raw) and (raw.dtype.kind not in "iu" or
                          (raw.dtype.kind == "u" and raw.max() >= 1 << 63)):
@@ -407,19 +420,39 @@ class Program:
         rows[:, COL_SIZE] = size
         rows[:, COL_DATA] = -1
         rows[:, COL_FLAGS] = flags
+        if ips is not None:
+            rows[:, COL_SRC] = ips
         self._n += k
         if self._checked is not None:   # what validate() finds of these rows: no error
             work, units, fixups, peer = self._checked
             self._checked = work, units + k * (1 + range_units(size)), fixups, peer
         return self
 
-    def loads(self, addrs, size=8, dependent=False):
-        """One LOAD of `size` bytes per address."""
-        return self._batch(Op.LOAD, addrs, size, FLAG_DEPENDENT if dependent else 0)
+    def loads(self, addrs, size=8, dependent=False, ips=None):
+        """One LOAD of `size` bytes per address; `ips`: each load's instruction address
+        (one for all or one per address, 0: none), as load()'s `ip`."""
+        return self._batch(Op.LOAD, addrs, size, FLAG_DEPENDENT if dependent else 0, ips)
 
-    def stores(self, addrs, size=8):
-        """One STORE of `size` zero bytes per address (trace replay: no data)."""
-        return self._batch(Op.STORE, addrs, size)
+    def stores(self, addrs, size=8, ips=None):
+        """One STORE of `size` zero bytes per address (trace replay: no data); `ips` as
+        loads()'."""
+        return self._batch(Op.STORE, addrs, size, ips=ips)
+
+    @staticmethod
+    def _batch_ips(op, ips, addrs):
+        """`ips` as int64, one per address (a scalar: the same for each)."""
+        raw = np.asarray(ips)
+        name = op.name.lower()
+        if raw.dtype.kind not in "iu" or (raw.size and raw.dtype.kind == "u" and
+                                          raw.max() >= 1 << 63):
+            raise ProgramError(f"{name}: batch ips of dtype {raw.dtype} are not int64 integers")
+        if raw.ndim and raw.reshape(-1).shape != addrs.shape:
+            raise ProgramError(f"{name}: {raw.size} ips for {addrs.size} addresses")
+        out = np.broadcast_to(raw.astype(np.int64).reshape(-1) if raw.ndim else
+                              raw.astype(np.int64), addrs.shape)
+        if out.size and out.min() < 0:
+            raise ProgramError(f"{name}: negative instruction address (ip) in batch")
+        return out
 
     def extend(self, other):
         """Append another Program (its data and site names are remapped)."""

@@ -17,10 +17,11 @@ from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, MS, MT
-from memmodel.prefetch import PF_NONE
+from memmodel.prefetch import PF_NONE, PREFETCHER_IDS, bit
 from memmodel.prefetch import _dispatch as prefetchers
 
 K_LOAD, K_STORE, K_PREFETCH = 0, 1, 2   # access kinds, for counters
+IP_STRIDE = bit(PREFETCHER_IDS.index("ip_stride"))   # the IP-stride prefetcher's mask bit
 
 
 @compiled
@@ -106,6 +107,7 @@ def _walk(S, line, t0, first, kind):
     memory). Returns the cycle its data is available at level `first` (-1: a prefetch
     dropped, every L2 miss entry busy), and F_SHARED if the line is shared with another
     core (for the caller's fill above `first`), else 0.
+    Then the level that held the line (MT.LEVELS: memory).
     Inlined into its two callers, demand_miss (whose every call makes one walk: no call's
     entry and exit a miss) and _prefetch."""
     nlev = S[MT.LEVELS]
@@ -129,7 +131,7 @@ def _walk(S, line, t0, first, kind):
     l2_miss = hit > 1 and S[MT.SQ] > 0
     if l2_miss and first_free(S, S[MH.SQ]) > t0:
         if kind == K_PREFETCH:
-            return -1, 0
+            return -1, 0, hit
         t0 = first_free(S, S[MH.SQ])
     if hit < nlev:
         if kind == K_LOAD:
@@ -167,7 +169,7 @@ def _walk(S, line, t0, first, kind):
             cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
     if l2_miss:
         take(S, S[MH.SQ], S[MT.SQ], done)
-    return done, shared
+    return done, shared, hit
 
 
 @inlined
@@ -199,26 +201,44 @@ def take(S, sec, n, done):
 
 
 @compiled
-def _prefetch(S, lvl, pf, line, t0):
-    """Ask prefetcher `pf` of level `lvl` what to fetch after a demand miss on `line`, then
-    fill those lines from level `lvl` down. At L1 each fill needs a free line fill buffer,
-    and each that misses the L2 a free L2 miss entry (_walk drops it otherwise)."""
-    first, count = prefetchers.train(S, pf, line, S[MT.STREAM_DIST], S[MT.STREAM_DEG])
-    for nxt in range(first, first + count):
-        if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+def _prefetch(S, lvl, pfs, line, t0, ip, addr, l2_missed):
+    """Ask each prefetcher in the mask `pfs` of level `lvl` what to fetch after a demand
+    miss on `line` (by the load at `ip` of address `addr`, ip 0: none; `l2_missed`: the
+    miss missed the L2 too), then fill those lines from level `lvl` down. At L1 each fill
+    needs a free line fill buffer, and each that misses the L2 a free L2 miss entry (_walk
+    drops it otherwise)."""
+    for pf in range(1, prefetchers.N_IDS):
+        if not pfs & (1 << (pf - 1)):   # memmodel.prefetch.bit
             continue
-        if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
-            return
-        done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
-        if done < 0:   # dropped: no free L2 miss entry
-            continue
-        if lvl == 0:
-            take(S, S[MH.LFB], S[MT.LFB], done)
+        first, count, step = prefetchers.train(S, pf, line, S[MT.STREAM_DIST],
+                                               S[MT.STREAM_DEG], ip, addr, l2_missed)
+        for k in range(count):
+            nxt = first + k * step
+            if cm.lookup(S, lvl, nxt) >= 0 or mm.find_region(S, nxt << 6) < 0:
+                continue
+            if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
+                return
+            done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
+            if done < 0:   # dropped: no free L2 miss entry
+                continue
+            if lvl == 0:
+                take(S, S[MH.LFB], S[MT.LFB], done)
+
+
+@compiled
+def _l1_first_use(S, line, f, t0, ip, addr):
+    """first_use() at L1 by the load at `ip` (0: none) of address `addr`: a prefetch turned
+    its miss into a hit, so it trains the IP-stride prefetcher as the miss would have. Apart
+    from demand(), which is inlined into every access's handler: one call there."""
+    if f & cm.F_PREFETCHED and ip != 0 and S[MT.PF_L1] & IP_STRIDE:
+        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, 0)
+    return first_use(S, 0, line, f)
 
 
 @inlined
-def demand(S, line, t0, kind):
-    """A demand load or store (RFO) of one line issued at t0; marks the L1 copy dirty for
+def demand(S, line, t0, kind, ip, addr):
+    """A demand load or store (RFO) of one line issued at t0, by the load instruction at
+    `ip` of byte address `addr` (ip 0: none, or not a load); marks the L1 copy dirty for
     stores. Returns (the data-ready cycle, the cycle issue waits until: when a miss found
     every line fill buffer busy, the first to free; else 0)."""
     i0, b = cm.l1_find(S, line)
@@ -235,11 +255,11 @@ def demand(S, line, t0, kind):
                 lat = max(lat, upgrade(S, 0, line))
                 f &= ~cm.F_SHARED
             if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
-                f = first_use(S, 0, line, f)
+                f = _l1_first_use(S, line, f, t0, ip, addr)
         cm.set_flags(S, b, f)
         cm.touch(S, 0, i0, b)
         return max(t0 + lat, cm.ready(S, b)), 0
-    return demand_miss(S, line, t0, kind)
+    return demand_miss(S, line, t0, kind, ip, addr)
 
 
 @inlined
@@ -267,7 +287,7 @@ def _miss_events(S, line, t0, done, store, llc):
 
 
 @compiled
-def demand_miss(S, line, t0, kind):
+def demand_miss(S, line, t0, kind, ip, addr):
     """demand() of a line that is not in L1."""
     cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
     S[MS.L1D_MISSES] += 1
@@ -276,12 +296,12 @@ def demand_miss(S, line, t0, kind):
         t0 = wait = first_free(S, S[MH.LFB])
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
-        done, shared = _walk(S, line, t0, 1, kind)
+        done, shared, hit = _walk(S, line, t0, 1, kind)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
         spec = cm.F_TRANSIENT if S[MS.SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
         if S[MT.PF_L2] != PF_NONE:
-            _prefetch(S, 1, S[MT.PF_L2], line, t0)
+            _prefetch(S, 1, S[MT.PF_L2], line, t0, ip, addr, hit > 1)
     else:
         S[MS.LLC_MISSES] += 1
         done = mside.mem_read(S, line, t0)
@@ -294,7 +314,7 @@ def demand_miss(S, line, t0, kind):
                                          (cm.F_DIRTY if kind == K_STORE else 0) | spec
                                          | shared))
     if S[MT.PF_L1] != PF_NONE:
-        _prefetch(S, 0, S[MT.PF_L1], line, t0)
+        _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, 0)
     return done, wait
 
 

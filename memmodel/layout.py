@@ -52,14 +52,16 @@ LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 # memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media
 # parameters, counters, channels and globals (memmodel.media), regions, the chunk directory and
 # the allocation counts (memmodel.memory; chunk_dir must follow reg), the stream prefetcher's
-# table (memmodel.prefetch.stream), the L1's line fill buffers and the L2's miss entries
-# (memmodel._hierarchy), write-combining buffers (memmodel._wc), per-region counters
-# (memmodel._memside) and the way to the persistence domain (memmodel._persist).
-MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM LFB SQ WC "
-            "REGION_CTR PQ PEND HOT HOT_REGION")
+# table (memmodel.prefetch.stream) and the IP-stride prefetcher's (.ip_stride), the L1's line
+# fill buffers and the L2's miss entries (memmodel._hierarchy), write-combining buffers
+# (memmodel._wc), per-region counters (memmodel._memside) and the way to the persistence
+# domain (memmodel._persist).
+MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM "
+            "IP_STRIDE LFB SQ WC REGION_CTR PQ PEND HOT HOT_REGION")
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
 # cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
-# core's NUMA node, functional memory, the L1 and L2 prefetcher ids and the stream
+# core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
+# memmodel.prefetch) and the stream
 # prefetcher's reach, the numbers of line fill buffers, L2 miss entries (0: no L2) and
 # write-combining buffers, the entries of the hot-line table (0: none kept).
 _MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC HOT_CAP"

@@ -42,6 +42,7 @@ _INT = "int"
 _STR = "str"
 _BOOL = "bool"
 _LIST = "list"   # of strings from an allowed set
+_NAMES = "names"  # one name, "none", "a,b" or a list of names: a tuple of names ("none": ())
 
 # Times: at most 1e6 ns or 1e6 cycles per event, at up to 10 GHz: a latency is at most 1e7
 # cycles. Bandwidths from 1 MB/s to 10 TB/s: a channel occupancy in FP units (memmodel.media
@@ -75,7 +76,7 @@ _CACHE = {
     "ways": (_INT, True, 1, 1024),
     "hit_cycles": (_INT, True, 1, _CYCLES[1]),
     "policy": (_STR, False, POLICY_IDS),
-    "prefetcher": (_STR, False, PREFETCHER_IDS),
+    "prefetcher": (_NAMES, False, PREFETCHER_IDS),   # the level runs each of them
 }
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS)}
 # the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
@@ -110,11 +111,13 @@ _INSTR = {
     "sti_cycles": (_INT, True, *_CYCLES),
     "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
 }
-# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss.
+# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss;
+# so does the IP-stride prefetcher per load it trains on.
 _PREFETCH = {
     "stream_distance_lines": (_INT, True, 1, 64),
     "stream_degree_lines": (_INT, True, 1, 64),
     "stream_entries": (_INT, True, 1, 256),
+    "ip_stride_entries": (_INT, True, 1, 256),
 }
 # remote_latency_ns: what a remote read adds (and a remote NT line's acknowledgement: the
 # same request there and reply back); remote_hold_ns: what a remote line adds to the time a
@@ -348,6 +351,8 @@ def _check_value(where, key, spec, raw, sources, transfers):
         bad = [x for x in val if x not in allowed]
         if bad:
             raise ProfileError(f"{where}.{key}: unknown {bad}; known: {', '.join(allowed)}")
+    elif kind == _NAMES:
+        return _names(f"{where}.{key}", val, allowed)
     elif kind == _STR:
         if not isinstance(val, str):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
@@ -356,6 +361,26 @@ def _check_value(where, key, spec, raw, sources, transfers):
     else:
         raise TypeError(f"{where}.{key}: the schema names no known type ({kind!r})")
     return val
+
+
+def _names(what, val, allowed):
+    """A _NAMES value as a tuple of distinct names from `allowed`: a string is one name or
+    comma-separated names (as --set gives it), "none" (alone) is no name."""
+    names = val.split(",") if isinstance(val, str) else val
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise ProfileError(f"{what}: must be a name, names separated by commas or a list of "
+                           f"names, got {val!r}")
+    names = [x.strip() for x in names]
+    if names in (["none"], []):
+        return ()
+    if "none" in names:
+        raise ProfileError(f"{what}: \"none\" together with other names in {val!r}")
+    bad = [x for x in names if x not in allowed]
+    if bad:
+        raise ProfileError(f"{what}: {bad[0]!r} is not one of {', '.join(map(repr, allowed))}")
+    if len(set(names)) < len(names):
+        raise ProfileError(f"{what}: a name given twice in {val!r}")
+    return tuple(names)
 
 
 def _check_number(what, kind, val, lo, hi):
@@ -430,9 +455,12 @@ def _validate(raw, fname):
                                f"sets of {lvl['ways']} ways x 64 B")
         if lvl["policy"] == "plru" and lvl["ways"] & (lvl["ways"] - 1):
             raise ProfileError(f"{where}.policy: plru needs a power-of-two number of ways, got {lvl['ways']}")
-        if n not in CACHE_LEVELS[:2] and lvl["prefetcher"] != "none":
+        if n not in CACHE_LEVELS[:2] and lvl["prefetcher"]:
             raise ProfileError(f"{where}.prefetcher: prefetchers are modelled at l1d and l2 "
-                               f"only, got {lvl['prefetcher']!r}")
+                               f"only, got {', '.join(lvl['prefetcher'])!r}")
+        if {"stream", "streamer"} <= set(lvl["prefetcher"]):
+            raise ProfileError(f"{where}.prefetcher: stream and streamer share one table "
+                               "(stream is the streamer without descending streams): one of them")
         v["cache"][n] = lvl
     v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources, transfers)
     v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources,

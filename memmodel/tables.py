@@ -8,7 +8,7 @@ from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
 from memmodel.layout import MS, MT
 from memmodel.memory import N_RCOUNT, SNAPSHOTS
-from memmodel.prefetch import PF_NONE, PREFETCHER_IDS
+from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
 
 MAX_WC_BUFFERS = 64   # a WC buffer's byte mask is one int64
@@ -37,14 +37,14 @@ def init_sections(layout, S, values, functional, node):
     if core["wc_buffers"] > MAX_WC_BUFFERS:
         raise ValueError(f"at most {MAX_WC_BUFFERS} write-combining buffers are modelled")
     for lvl in levels[2:]:
-        if lvl["prefetcher"] != "none":
+        if lvl["prefetcher"]:
             raise ValueError("prefetchers are modelled at l1d and l2 only")
     mt = {
         MT.LEVELS: len(levels), MT.INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
         MT.PEER: int(round(levels[-1]["peer_hitm_ns"] * core["freq_ghz"])), MT.NODE: node,
         MT.FUNCTIONAL: 1 if functional else 0,
-        MT.PF_L1: PREFETCHER_IDS.index(levels[0]["prefetcher"]),
-        MT.PF_L2: PREFETCHER_IDS.index(levels[1]["prefetcher"]) if len(levels) > 1 else PF_NONE,
+        MT.PF_L1: mask(levels[0]["prefetcher"]),
+        MT.PF_L2: mask(levels[1]["prefetcher"]) if len(levels) > 1 else PF_NONE,
         MT.STREAM_DIST: pf["stream_distance_lines"], MT.STREAM_DEG: pf["stream_degree_lines"],
         MT.LFB: core["lfb_entries"], MT.SQ: l2_miss_entries(values), MT.WC: core["wc_buffers"],
     }

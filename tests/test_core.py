@@ -276,7 +276,7 @@ def test_next_line_prefetcher_fetches_the_following_line_within_the_page():
 
 
 def test_stream_prefetcher_runs_ahead_of_an_ascending_miss_stream():
-    m = Machine("skylake-ddr4", {"cache.l1d.prefetcher": "none"})
+    m = Machine("skylake-ddr4", {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "stream"})
     deg = m.profile.values["prefetch"]["stream_degree_lines"]
     m.run(Program().load(0x0).load(0x40).load(0x80))  # two confirmations of one stream
     l2 = {line for s in m.cache_contents("l2") for line in s}

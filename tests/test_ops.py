@@ -204,6 +204,7 @@ BAD = {
     Check.INDEX: lambda: edited(Program().index_mask(1, 2), COL_SIZE, -2),
     Check.INDEXED_AND_MASKED: lambda: edited(Program().load(0, 8).load_indexed(0x1000, 8),
                                              COL_FLAGS, FLAG_INDEXED | FLAG_MASKED, row=1),
+    Check.IP: lambda: load_with(COL_SRC, -1),
 }
 
 

@@ -140,12 +140,12 @@ def test_a_profile_value_taken_from_a_row_makes_it_a_calibration():
 def test_prefetcher_keys_switch_every_profiles_prefetchers_off():
     for profile in validate.profiles():
         levels = load_profile(profile, dict(validate.PREFETCHERS_OFF)).values["cache"]
-        assert {lvl["prefetcher"] for lvl in levels.values()} == {"none"}
+        assert {lvl["prefetcher"] for lvl in levels.values()} == {()}
 
 
 def _prefetching(m):
     """A bench that tells which prefetchers the Machine it gets has: 2 on, 1 off."""
-    return 2.0 if m.profile.values["cache"]["l2"]["prefetcher"] != "none" else 1.0
+    return 2.0 if m.profile.values["cache"]["l2"]["prefetcher"] else 1.0
 
 
 def test_a_row_runs_with_its_setting_and_reports_its_other_reading():

@@ -8,5 +8,5 @@ ID = PREFETCHER_IDS.index("next_line")
 @inlined
 def train(S, line, distance, degree):
     if ((line + 1) >> 6) != (line >> 6):
-        return 0, 0
-    return line + 1, 1
+        return 0, 0, 1
+    return line + 1, 1, 1
