@@ -231,7 +231,7 @@ def _l1_first_use(S, line, f, t0, ip, addr):
     its miss into a hit, so it trains the IP-stride prefetcher as the miss would have. Apart
     from demand(), which is inlined into every access's handler: one call there."""
     if f & cm.F_PREFETCHED and ip != 0 and S[MT.PF_L1] & IP_STRIDE:
-        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, 0)
+        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, False)
     return first_use(S, 0, line, f)
 
 
@@ -314,7 +314,7 @@ def demand_miss(S, line, t0, kind, ip, addr):
                                          (cm.F_DIRTY if kind == K_STORE else 0) | spec
                                          | shared))
     if S[MT.PF_L1] != PF_NONE:
-        _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, 0)
+        _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, False)
     return done, wait
 
 
