@@ -4,7 +4,8 @@ import types
 
 import pytest
 
-from emu.studies import cli
+from emu.studies import scenarios
+from emu.studies.options import Option
 from emu.studies.cli import main
 from memmodel.profile import load_profile
 
@@ -90,12 +91,13 @@ def _fake_scenario():
         return {"variants": {"a": {"t": {"rob": core["rob_entries"] * args.k,
                                          "freq": core["freq_ghz"]}}}}
     return types.SimpleNamespace(
-        NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4", __doc__="fake\n", run=run,
-        configure=lambda p: p.add_argument("--k", type=int, default=1))
+        NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4", VARIANTS=("a",),
+        __doc__="fake\n", run=run,
+        OPTIONS=(Option("k", int, 1, "k"),))
 
 
 def test_rows_are_flattened(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": _fake_scenario()})
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": _fake_scenario()})
     res = run_json(capsys, "compare", "fake", "--k", "3", "--profiles", "skylake-ddr4,broadwell-ddr4")
     core = {p: load_profile(p).values["core"] for p in ("skylake-ddr4", "broadwell-ddr4")}
     assert res["variants"] == {"a / rob": {p: c["rob_entries"] * 3 for p, c in core.items()},
