@@ -70,6 +70,8 @@ def test_a_bad_declaration_fails_when_the_module_loads():
         Option("file-size", int, 1, "")
     with pytest.raises(TypeError, match="'l'"):
         Option("l", list, [], "")
+    with pytest.raises(TypeError, match="'profile': a name the options use themselves"):
+        Option("profile", str, "x", "")
 
 
 def test_resolve_fills_the_defaults_and_names_the_option():

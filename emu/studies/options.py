@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from emu.studies.progress import wanted
 
 TYPES = (int, float, str, bool)
+# what Options and emu.studies.run name themselves: no option may take these names
+RESERVED = ("name", "values", "profile", "overrides", "progress", "sensitivity")
 
 
 class OptionError(ValueError):
@@ -44,6 +46,9 @@ class Option:
         if not self.name.isidentifier() or self.type not in TYPES:
             raise TypeError(f"option {self.name!r}: a Python identifier of type int, float, "
                             f"str or bool")
+        if self.name in RESERVED:
+            raise TypeError(f"option {self.name!r}: a name the options use themselves "
+                            f"({', '.join(RESERVED)})")
         if self.default is not None or self.type is bool:
             try:
                 self.check(self.default)
