@@ -31,11 +31,12 @@ def test_parse_takes_the_command_lines_text(option, text, value):
     (RANGED, "0", "must be an integer of at least 1 and at most 10, not 0"),
     (RANGED, "x", "invalid int value: 'x'"),
     (Option("f", float, 1.0, "", low=0, high=1, low_open=True), "0",
-     "must be a number in (0, 1], not 0"),
+     "must be a fraction in (0, 1], not 0"),
     (Option("f", float, 1.0, "", low=0, high=1, low_open=True), "nan",
-     "must be a number in (0, 1], not nan"),
+     "must be a fraction in (0, 1], not nan"),
     (Option("s", str, "a", "", choices=("a", "b")), "c",
      "invalid choice: 'c' (choose from 'a', 'b')"),
+    (Option("f", float, 4.0, "", low=2, high=8), "9", "must be a number in [2, 8], not 9"),
     (Option("b", bool, False, ""), "1", "--b is a flag: it takes no value"),
 ])
 def test_parse_refuses_with_one_reason(option, text, reason):
@@ -159,7 +160,8 @@ def test_the_command_line_and_the_sweep_give_the_apis_reason(capsys, tmp_path):
     spec.write_text('[sweep]\nscenario = "vhost-tx"\n[options]\npackets = [0]\n')
     with pytest.raises(CliError) as e:
         sweep.load_spec(str(spec))
-    assert str(e.value) == f"{spec}: options.packets = 0: run vhost-tx: argument --packets: {reason}"
+    assert str(e.value) == (f"{spec}: options.packets = 0: run vhost-tx: argument --packets: "
+                            f"{reason}")
 
 
 def test_a_sweep_points_configuration_is_every_option_by_name(tmp_path):

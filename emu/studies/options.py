@@ -104,15 +104,16 @@ class Option:
         return low_ok and (self.high is None or value <= self.high)
 
     def _kind(self):
-        """What a value must be, e.g. "an integer of at least 1 and at most 100", "a number
-        in (0, 1]"."""
+        """What a value must be, e.g. "an integer of at least 1 and at most 100", "a fraction
+        in (0, 1]" (a range within [0, 1]), "a number in [2, 8]"."""
         if self.type is int:
             bounds = [f"of at least {self.low}" if self.low is not None else "",
                       f"at most {self.high}" if self.high is not None else ""]
             return " ".join(["an integer", " and ".join(b for b in bounds if b)]).strip()
         if self.low is None and self.high is None:
             return "a finite number"
-        return (f"a number in {'(' if self.low_open else '['}"
+        fraction = None not in (self.low, self.high) and 0 <= self.low <= self.high <= 1
+        return (f"{'a fraction' if fraction else 'a number'} in {'(' if self.low_open else '['}"
                 f"{'-inf' if self.low is None else f'{self.low:g}'}, "
                 f"{'inf' if self.high is None else f'{self.high:g}'}]")
 
