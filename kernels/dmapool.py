@@ -79,6 +79,7 @@ from isa._rows import put_rows
 from isa.ops import N_COLS, Op
 from isa.ops import FLAG_DEPENDENT as DEP
 from isa.program import Program
+from isa.sourcelines import line_ip
 
 VARIANTS = ("orig", "list", "maple")
 # dmapool_test.c: (size, align, boundary) of each pool, NR_TESTS rounds
@@ -162,25 +163,30 @@ class _Rows:
     def __init__(self):
         self.keys, self.parts = [], []
 
-    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
+    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8, src=0):
         event = np.asarray(event, dtype=np.int64)
         self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
         self.parts.append([np.ravel(np.asarray(v, dtype=np.int64))
-                           for v in (op, addr, size, imm, flags)])
+                           for v in (op, addr, size, src, imm, flags)])
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
 
     def load(self, event, step, addr, dependent=False, size=8):
-        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size)
+        """One load instruction of the kernel, run once per event: its ip is the caller's
+        line (isa.sourcelines.line_ip), as for Program(line_ips=True)."""
+        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size,
+                 src=line_ip(sys._getframe(1)))
 
     def store(self, event, step, addr, value, size=8):
-        self.add(event, step, Op.STORE, addr, imm=value, size=size)
+        self.add(event, step, Op.STORE, addr, imm=value, size=size,
+                 src=line_ip(sys._getframe(1)))
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
         Each part's rows go straight to their places in a compiled pass (numpy's row
-        scatter through blocks of rows took 55 ns a row); Machine.run validates them."""
+        scatter through blocks of rows was several times slower); Machine.run validates
+        them."""
         keys = np.concatenate(self.keys)
         place = np.empty(len(keys), dtype=np.int64)
         place[np.argsort(keys, kind="stable")] = np.arange(len(keys))
