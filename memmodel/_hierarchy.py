@@ -9,13 +9,15 @@ data is back: a demand miss waits for one, a prefetch is dropped. The events tha
 (L1 and LLC misses, media reads and writes, the cycles a miss was outstanding) are running
 totals in ms; the core attributes them to sites.
 """
+from numba import boolean, int64
+
 from memmodel import _hotlines as hot
 from memmodel import _memside as mside
 from memmodel import cache as cm
 from memmodel import memory as mm
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import STATE, apart, compiled, inlined, ix
 from memmodel.layout import MH, MS, MT
 from memmodel.prefetch import PF_NONE, PREFETCHER_IDS, bit
 from memmodel.prefetch import _dispatch as prefetchers
@@ -200,7 +202,7 @@ def take(S, sec, n, done):
     S[ix(sec + j - 1)] = done
 
 
-@compiled
+@apart(STATE, int64, int64, int64, int64, int64, int64, boolean)
 def _prefetch(S, lvl, pfs, line, t0, ip, addr, l2_missed):
     """Ask each prefetcher in the mask `pfs` of level `lvl` what to fetch after a demand
     miss on `line` (by the load at `ip` of address `addr`, ip 0: none; `l2_missed`: the
@@ -231,7 +233,7 @@ def _l1_first_use(S, line, f, t0, ip, addr):
     its miss into a hit, so it trains the IP-stride prefetcher as the miss would have. Apart
     from demand(), which is inlined into every access's handler: one call there."""
     if f & cm.F_PREFETCHED and ip != 0 and S[MT.PF_L1] & IP_STRIDE:
-        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, 0)
+        _prefetch(S, 0, IP_STRIDE, line, t0, ip, addr, False)
     return first_use(S, 0, line, f)
 
 
@@ -286,7 +288,7 @@ def _miss_events(S, line, t0, done, store, llc):
         hot.record(S, line, store, llc)
 
 
-@compiled
+@apart(STATE, int64, int64, int64, int64, int64)
 def demand_miss(S, line, t0, kind, ip, addr):
     """demand() of a line that is not in L1."""
     cm.count(S, 0, cm.CC.LOAD_MISSES if kind == K_LOAD else cm.CC.STORE_MISSES, 1)
@@ -314,7 +316,7 @@ def demand_miss(S, line, t0, kind, ip, addr):
                                          (cm.F_DIRTY if kind == K_STORE else 0) | spec
                                          | shared))
     if S[MT.PF_L1] != PF_NONE:
-        _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, 0)
+        _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, False)
     return done, wait
 
 

@@ -8,20 +8,27 @@ With NUMBA_DISABLE_JIT=1 everything runs as plain Python (slowly, but debuggable
 coverable): the intrinsics below have Python twins then.
 """
 import ast
+import functools
 import hashlib
+import importlib
+import inspect
 import os
 from pathlib import Path
 
 import numpy as np
+from llvmlite import binding as _binding
 from llvmlite import ir as _ir
 from numba import config, njit, uint64
 from numba import types as _types
 from numba.core import cgutils as _cgutils
+from numba.core.typing import signature as _signature
 from numba.extending import intrinsic as _intrinsic
+from numba.extending import lower_builtin as _lower_builtin
+from numba.extending import type_callable as _type_callable
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("emu", "memmodel", "isa")
-DECORATORS = {"compiled", "inlined", "njit", "intrinsic", "_intrinsic"}
+DECORATORS = {"compiled", "inlined", "apart", "njit", "intrinsic", "_intrinsic"}
 MARKER = "compiled-sources.sha256"
 
 
@@ -189,16 +196,116 @@ def _generic_calls(disp):
     return disp
 
 
+def _keep_reload_init(disp):
+    """numba runs a compiled function's reload_init (here: linking the apart functions its
+    code calls) before it loads the function from its cache, and a caller inherits the list
+    of each callee it links, but a callee loaded from the cache comes with an empty list:
+    a caller compiled against it would not link them when it is loaded in turn."""
+    if config.DISABLE_JIT:
+        return disp
+    add = disp.add_overload
+
+    def add_overload(cres):
+        cres.library._reload_init.update(cres.reload_init)
+        add(cres)
+
+    disp.add_overload = add_overload
+    return disp
+
+
 def compiled(f):
     """A compiled phase, called (not inlined) by its callers."""
-    return _generic_calls(njit(cache=True, _nrt=False)(f))
+    return _keep_reload_init(_generic_calls(njit(cache=True, _nrt=False)(f)))
 
 
 def inlined(f):
     """A hot helper that LLVM inlines into every caller (alwaysinline). numba's own IR-level
     inlining (inline="always") re-ran the front end at each of several hundred call sites:
     the cold compile took about 400 s with it."""
-    return _generic_calls(njit(cache=True, _nrt=False, forceinline=True)(f))
+    return _keep_reload_init(_generic_calls(njit(cache=True, _nrt=False, forceinline=True)(f)))
+
+
+STATE = _types.int64[::1]   # the numba type of the state buffer S
+
+_APART = {}   # (module, name): the link() of each apart function
+
+
+class _Link:
+    """Links the apart function `name` of `module`: numba calls it before it loads from its
+    cache a function whose code calls that one (a CompileResult's reload_init)."""
+
+    def __init__(self, module, name):
+        self.key = (module, name)
+
+    def __call__(self):
+        importlib.import_module(self.key[0])
+        _APART[self.key]()
+
+    def __eq__(self, other):
+        return isinstance(other, _Link) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def apart(*argtypes):
+    """A compiled phase of one signature, `argtypes`, that its callers call by a symbol
+    resolved when their code is loaded instead of a copy of its code. numba links a
+    callee's LLVM module, and all that it calls, into each caller's module, where LLVM
+    optimises it and compiles it to machine code again: a heavy phase called from many
+    compiled functions (through inlined helpers: from every access handler) costs its
+    compile time once each. The arguments are converted as for a compiled function.
+
+    Linking it compiles it (or loads it from the cache) and gives LLVM's symbol table its
+    address: when a caller's call is typed, and before a caller is loaded from the cache."""
+    def decorate(f):
+        if config.DISABLE_JIT:
+            return f
+        disp = _keep_reload_init(njit(cache=True, _nrt=False)(f))
+        key = (f.__module__, f.__qualname__)
+        symbol = "cacheline_emu." + ".".join(key)
+        restype = []   # its return type, once linked
+
+        def link():
+            if not restype:
+                disp.compile(argtypes)
+                cres = disp.overloads[argtypes]
+                _binding.add_symbol(symbol, cres.library.get_pointer_to_function(
+                    cres.fndesc.llvm_func_name))
+                restype.append(cres.signature.return_type)
+            return restype[0]
+
+        _APART[key] = link
+
+        @functools.wraps(f)
+        def call(*args):   # from Python
+            return disp(*args)
+
+        @_type_callable(call)
+        def typer(context):
+            def typ(*args):
+                if len(args) != len(argtypes) or any(
+                        context.can_convert(a, t) is None for a, t in zip(args, argtypes)):
+                    return None
+                return _signature(link(), *argtypes)
+            typ.__signature__ = inspect.signature(f)   # numba folds the call's arguments by it
+            return typ
+
+        @_lower_builtin(call, *argtypes)
+        def lower(context, builder, sig, args):
+            context.active_code_library._reload_init.add(_Link(*key))
+            fn = _cgutils.get_or_insert_function(
+                builder.module, context.call_conv.get_function_type(sig.return_type, sig.args),
+                symbol)
+            status, res = context.call_conv.call_function(builder, fn, sig.return_type,
+                                                          sig.args, args)
+            with _cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return res
+
+        call.dispatcher = disp
+        return call
+    return decorate
 
 
 # Hot code indexes S with ix(i): numba wraps every negative signed index (i += len) and that

@@ -4,6 +4,7 @@ numba keys a cached function on its own file only; the core freezes constants of
 modules (offsets, opcodes, flags, registry ids). memmodel.jit drops the cached objects when
 the code of any module the compiled functions depend on changes.
 """
+import ast
 import os
 import shutil
 import subprocess
@@ -165,3 +166,66 @@ def test_min8_and_twin(i):
     arr = np.array([5, -1, 3, 5, 7, 5, 9, -1, 5, 2, 3, -(2**63)], dtype=np.int64)
     want = min(int(v) for v in arr[i:i + 8])
     assert _min8(arr, i) == jit._py_min8(arr, i) == want
+
+
+PHASE = textwrap.dedent("""\
+    from numba import int64
+    from memmodel.jit import STATE, apart, compiled, inlined
+
+
+    @apart(STATE, int64)
+    def heavy(S, i):
+        S[i] += 5
+        return S[i] * 2
+
+
+    @inlined
+    def helper(S, i):
+        return heavy(S, i) + 1
+
+
+    @compiled
+    def first(S):
+        return helper(S, 0)
+
+
+    @compiled
+    def second(S):
+        return helper(S, 1)
+""")
+CALLS = ("import numpy as np; from emu import phase; S = np.zeros(2, np.int64); "
+         "print(phase.{}(S), S.tolist())")
+
+
+def test_an_apart_function_is_called_not_copied_and_links_from_the_cache(tmp_path):
+    """A caller's module holds only a declaration of an apart function, and a caller loaded
+    from the cache still finds it: also one compiled against a helper that was itself loaded
+    from the cache (whose list of functions to link numba would lose), in a process that
+    compiles nothing. S[i] += 5, then returns 2 * S[i] + 1: 11."""
+    (tmp_path / "memmodel").mkdir()
+    (tmp_path / "emu").mkdir()
+    shutil.copy(ROOT / "memmodel" / "jit.py", tmp_path / "memmodel" / "jit.py")
+    for f in ("memmodel/__init__.py", "emu/__init__.py"):
+        (tmp_path / f).write_text("")
+    (tmp_path / "emu" / "phase.py").write_text(PHASE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def probe(code, **extra):
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(env, **extra),
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split("\n")[0]
+
+    assert probe(CALLS.format("first")) == "11 [5, 0]"
+    # the lines of second's LLVM module that name heavy, compiled against the cached helper
+    lines = probe("from emu import phase; import numpy as np; phase.second(np.zeros(2, np.int64));"
+                  "ir = next(iter(phase.second.inspect_llvm().values()));"
+                  "print([s.split('(')[0] for s in ir.splitlines() if 'heavy' in s])")
+    calls = [s for s in ast.literal_eval(lines) if not s.startswith("declare")]
+    assert len(calls) == 1 and "call i32 @cacheline_emu.emu.phase.heavy" in calls[0], lines
+    assert "declare i32 @cacheline_emu.emu.phase.heavy" in lines, lines
+    assert probe(CALLS.format("second")) == "11 [0, 5]"   # loaded, helper and all
+    assert probe("import numpy as np; from emu import phase;"
+                 "print(phase.heavy(np.zeros(2, np.int64), 1))") == "10"   # from Python
+    assert probe(CALLS.format("second"), NUMBA_DISABLE_JIT="1") == "11 [0, 5]"
