@@ -2,7 +2,7 @@
 
 `_nrt=False`: compiled code never allocates (every array comes from Python), so numba's
 reference counting is not needed; with it, each call that passes the state buffer pays an
-atomic incref/decref per array (measured: ~300 ns vs ~30 ns per call).
+atomic incref/decref per array, several times the cost of the call itself.
 
 With NUMBA_DISABLE_JIT=1 everything runs as plain Python (slowly, but debuggable and
 coverable): the intrinsics below have Python twins then.
@@ -220,8 +220,8 @@ def compiled(f):
 
 def inlined(f):
     """A hot helper that LLVM inlines into every caller (alwaysinline). numba's own IR-level
-    inlining (inline="always") re-ran the front end at each of several hundred call sites:
-    the cold compile took about 400 s with it."""
+    inlining (inline="always") re-ran the front end at each of several hundred call sites,
+    which made the cold compile several times longer."""
     return _keep_reload_init(_generic_calls(njit(cache=True, _nrt=False, forceinline=True)(f)))
 
 
