@@ -14,6 +14,8 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_PREDICT_IN,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
     Op,
 )
 from memmodel import _hierarchy as hier
@@ -23,6 +25,17 @@ from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MS, MT
 
 FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
+SIGN = -(1 << 63)   # x ^ SIGN orders int64s as their unsigned values
+
+
+@inlined
+def holds(ops, i, val):
+    """Whether BRANCH or INDEX_MASK i's `index < limit` holds, unsigned (a loaded value with
+    its top bit set is above every constant); `val`: the previous load's value."""
+    flags = ops[i, COL_FLAGS]
+    index = val if flags & FLAG_VALUE_INDEX else ops[i, COL_ADDR]
+    limit = val if flags & FLAG_VALUE_LIMIT else ops[i, COL_SIZE]
+    return index ^ SIGN < limit ^ SIGN
 
 
 @inlined
@@ -42,12 +55,12 @@ def load_address(S, ops, i, val, mask):
 
 
 @inlined
-def index_mask(S, ops, j, t, dep):
-    """INDEX_MASK op j issued at cycle t (`dep`: when the previous load's data is ready):
-    (the mask, the cycle the masked index is ready)."""
+def index_mask(S, ops, j, t, dep, val):
+    """INDEX_MASK op j issued at cycle t (`dep`: when the previous load's data `val` is
+    ready): (the mask, the cycle the masked index is ready)."""
     if ops[j, COL_FLAGS] & FLAG_DEPENDENT:
         t = max(t, dep)
-    return (-1 if ops[j, COL_ADDR] < ops[j, COL_SIZE] else 0), t + S[TP.INDEX_MASK]
+    return (-1 if holds(ops, j, val) else 0), t + S[TP.INDEX_MASK]
 
 
 @compiled
@@ -84,7 +97,7 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
                 dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD, 0, 0)[0])
             val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
         elif op == Op.INDEX_MASK:
-            mask, dep = index_mask(S, ops, j, t, dep)
+            mask, dep = index_mask(S, ops, j, t, dep, val)
         elif op == Op.WORK:
             work += ops[j, COL_IMM]
         elif ENDS_WINDOW[ix(op)]:
@@ -101,7 +114,7 @@ def branch(S, pt, frames, ops, i):
     if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
         t = max(t, S[SC.DEP_READY])
     resolve = t + S[TP.BRANCH_RESOLVE]
-    inside = ops[i, COL_ADDR] < ops[i, COL_SIZE]
+    inside = holds(ops, i, S[SC.VAL])
     predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
     body = ops[i, COL_IMM]
     pl.issue(S, 1)

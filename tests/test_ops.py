@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isa import LOADED
 from isa import ops as isa_ops
 from isa._validate import WHY, Check, validated
 from isa.ops import (
@@ -29,6 +30,8 @@ from isa.ops import (
     FLAG_MASKED,
     FLAG_MCSAFE,
     FLAG_PREDICT_IN,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
     FLAG_ZERO_TAIL,
     N_OPS,
     OP_SPEC,
@@ -205,6 +208,9 @@ BAD = {
     Check.INDEXED_AND_MASKED: lambda: edited(Program().load(0, 8).load_indexed(0x1000, 8),
                                              COL_FLAGS, FLAG_INDEXED | FLAG_MASKED, row=1),
     Check.IP: lambda: load_with(COL_SRC, -1),
+    Check.VALUE: lambda: Program().store(0, b"a").branch(LOADED, 2, 0),
+    Check.VALUE_BOTH: lambda: edited(Program().load(0, 8).branch(LOADED, 2, 0), COL_FLAGS,
+                                     FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT, row=1),
 }
 
 
