@@ -1,7 +1,7 @@
 """Branches and the transient window of a misprediction (Spectre v1 and its barriers)."""
 from emu import _checks as ck
 from emu import _pipeline as pl
-from emu.state import SC, SCTR, ST_OK, TP
+from emu.state import EH, SC, SCTR, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
     COL_FLAGS,
@@ -107,6 +107,24 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
     S[SC.NOW] = now   # the wrong path's fill-buffer waits (demand's second value) delay nothing
 
 
+@inlined
+def counter(S, ip):
+    """The index in S of the predictor's 2-bit counter for the branch at `ip` (> 0): its
+    site, XOR the global history when the profile keeps one (gshare). ip >= 0 (validated)
+    and the history >= 0, so the remainder is a row of the table."""
+    return S[EH.BPRED] + (ip ^ S[SC.BP_HIST]) % S[TP.BP_ENTRIES]
+
+
+@inlined
+def predicted_in(S, ops, i):
+    """Whether BRANCH i is predicted "in" (its body runs): its site's counter is 2 or 3,
+    or, without an ip, its static FLAG_PREDICT_IN."""
+    ip = ops[i, COL_SRC]
+    if ip == 0:
+        return ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
+    return S[ix(counter(S, ip))] >= 2
+
+
 @compiled
 def branch(S, pt, frames, ops, i):
     """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
@@ -115,11 +133,16 @@ def branch(S, pt, frames, ops, i):
         t = max(t, S[SC.DEP_READY])
     resolve = t + S[TP.BRANCH_RESOLVE]
     inside = holds(ops, i, S[SC.VAL])
-    predicted = ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
+    predicted = predicted_in(S, ops, i)
     body = ops[i, COL_IMM]
     pl.issue(S, 1)
     if predicted != inside:
         if predicted:
             transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
         pl.stall_until(S, max(S[SC.NOW], resolve) + S[TP.MISPREDICT], SCTR.MISPREDICT)
+    ip = ops[i, COL_SRC]
+    if ip != 0:   # the counter learns the outcome (one step towards it), then the history
+        c = ix(counter(S, ip))
+        S[c] = min(S[c] + 1, 3) if inside else max(S[c] - 1, 0)
+        S[SC.BP_HIST] = (S[SC.BP_HIST] * 2 + inside) & ((1 << S[TP.BP_HISTORY]) - 1)
     return 0 if inside else body

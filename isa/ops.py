@@ -48,7 +48,8 @@ N_OPS = len(Op)
 COL_OP = 0
 COL_ADDR = 1
 COL_SIZE = 2
-COL_SRC = 3    # a copy's source; a LOAD's or STORE's ip (P_IP), but a FLAG_MASKED load's base
+COL_SRC = 3    # a copy's source; a LOAD's, STORE's or BRANCH's ip (P_IP), but a FLAG_MASKED
+#                load's base
 COL_DATA = 4   # offset into the Program's data blob, or -1 (use IMM's little-endian bytes)
 COL_IMM = 5
 COL_FLAGS = 6
@@ -62,7 +63,7 @@ FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_m
 FLAG_INDEXED = 8        # LOAD at addr + (previous load's value) * imm
 FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); not
 #                         with FLAG_INDEXED
-FLAG_PREDICT_IN = 32    # BRANCH predicted "index < limit" (the body runs)
+FLAG_PREDICT_IN = 32    # BRANCH without an ip predicted "index < limit" (the body runs)
 FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 FLAG_VALUE_INDEX = 128  # BRANCH/INDEX_MASK: the index is the previous load's value, not ADDR
 FLAG_VALUE_LIMIT = 256  # BRANCH/INDEX_MASK: the limit is the previous load's value, not SIZE
@@ -126,8 +127,9 @@ P_BULK = 16        # many accesses in one op: a caught fault stops it at that by
 P_PEER = 32        # another core's access: no issue slot, checked only for being mapped
 P_FLUSH = 64       # writes its line back and/or evicts it: a kind FLUSH_RANGE repeats
 P_IP = 128         # COL_SRC is the address of its instruction, `ip` (>= 0; 0: none), which
-#                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride)
-#                    and a trace records; a FLAG_MASKED load's COL_SRC is its base: no ip
+#                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride),
+#                    the branch predictor indexes its counters by (a branch's) and a trace
+#                    records; a FLAG_MASKED load's COL_SRC is its base: no ip
 
 
 class OpSpec(NamedTuple):
@@ -171,7 +173,7 @@ OP_SPEC = {
                            range=RangeKind.LINES),
     Op.WORK: OpSpec(P_ROB, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
     Op.SITE: OpSpec(0, imm=ImmKind.SITE),
-    Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB, **_GUARD, imm=ImmKind.BODY,
+    Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB | P_IP, **_GUARD, imm=ImmKind.BODY,
                       flags=_ON_VALUE | FLAG_PREDICT_IN),
     Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=_ON_VALUE),
     Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,

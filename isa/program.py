@@ -339,23 +339,30 @@ class Program:
             raise ProgramError(f"{name}: negative index {index} or limit {limit}")
         return index, limit, flags
 
-    def branch(self, index, limit, body, predict_in=True, dependent=False):
+    def branch(self, index, limit, body, predict_in=None, dependent=False, ip=0):
         """A bounds check `if (index < limit)` (unsigned) guarding the next `body` ops.
         `index` or `limit` may be LOADED: the value the previous op, a LOAD of at most 8
         bytes, read (0 without functional memory), so the branch resolves only once that
-        data is there. The predictor guesses `predict_in`; a wrong guess of "in bounds"
-        runs the body transiently until the branch resolves (its operands ready:
-        `dependent` = one of them is the previous load's data), an LFENCE, or a reorder
-        buffer's worth of uops."""
+        data is there. Without an `ip` the guess is the static `predict_in` (default True);
+        with one (the branch instruction's address, > 0) it is the branch predictor's
+        counter of that site, which learns each outcome (docs/machine.md, "Speculation").
+        A wrong guess of "in bounds" runs the body transiently until the branch resolves
+        (its operands ready: `dependent` = one of them is the previous load's data), an
+        LFENCE, or a reorder buffer's worth of uops."""
         index, limit, flags = self._operands("branch", index, limit, dependent)
-        if predict_in:
+        if predict_in is not None and not isinstance(predict_in, (bool, np.bool_)):
+            raise ProgramError(f"branch: predict_in {predict_in!r} is not a bool")
+        if self._ip("branch", ip) and predict_in is not None:
+            raise ProgramError(f"branch: ip {ip:#x} is predicted by the branch predictor, "
+                               "not by predict_in")
+        if not ip and (predict_in is None or predict_in):
             flags |= FLAG_PREDICT_IN
-        return self._emit(Op.BRANCH, index, limit, imm=body, flags=flags)
+        return self._emit(Op.BRANCH, index, limit, src=int(ip), imm=body, flags=flags)
 
     @contextmanager
-    def guarded(self, index, limit, predict_in=True, dependent=False):
+    def guarded(self, index, limit, predict_in=None, dependent=False, ip=0):
         """`with p.guarded(i, n): ...` emits a branch whose body is the ops emitted inside."""
-        self.branch(index, limit, 0, predict_in, dependent)
+        self.branch(index, limit, 0, predict_in, dependent, ip)
         at = self._n - 1   # a SITE op may have come before the branch
         self._no_line += 1
         try:

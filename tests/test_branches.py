@@ -5,11 +5,12 @@ loaded bytes, little-endian) and from hand counts of a 2-bit saturating counter 
 "A study of branch prediction strategies", ISCA 1981: counters 0-1 predict "not", 2-3
 predict "in", each outcome moves the counter one step towards it).
 """
+import numpy as np
 import pytest
 
 from emu import Machine
 from isa import LOADED, Program, ProgramError
-from isa.ops import COL_FLAGS, FLAG_VALUE_INDEX, FLAG_VALUE_LIMIT
+from isa.ops import COL_FLAGS, COL_SRC, FLAG_VALUE_INDEX, FLAG_VALUE_LIMIT
 
 BOUND = 0x200000      # an 8-byte variable the branches load
 OUT = 0x6000          # a byte the branch bodies store
@@ -111,3 +112,96 @@ def test_value_comparisons_are_validated():
     # a chain of comparisons of one value is valid: each passes the value on
     Program().load(BOUND, 8).branch(LOADED, 16, 2).index_mask(LOADED, 16) \
         .load_indexed(0x1000, 64, 1).validate()
+
+
+# -- the branch predictor -------------------------------------------------------------
+IP = 0x401000   # a branch site
+
+
+def _pattern(outcomes, ip=IP, guesses=None):
+    """A branch per outcome (True: in bounds), each guarding a WORK op: all at site `ip`,
+    or (guesses given) without an ip, statically predicted as `guesses` say."""
+    p = Program()
+    for k, inside in enumerate(outcomes):
+        kw = {"ip": ip} if guesses is None else {"predict_in": guesses[k]}
+        with p.guarded(1 if inside else 5, 3, **kw):
+            p.work(2)
+    return p
+
+
+def _counter(m, ip=IP):
+    return int(m.layout.view(m.S, "bpred")[ip % m.profile.get("core.branch_predictor_entries")])
+
+
+def test_a_site_counter_on_a_hand_counted_pattern():
+    # T T N T N N N T T from counter 1 (profile branch_counter_init): the counter before
+    # each is 1 2 3 2 3 2 1 0 1, so the guesses are N T T T T T N N N and 6 of them are
+    # wrong (the 1st, 3rd, 5th, 6th, 8th, 9th); it ends at 2
+    outcomes = [True, True, False, True, False, False, False, True, True]
+    guesses = [False, True, True, True, True, True, False, False, False]
+    assert sum(g != o for g, o in zip(guesses, outcomes)) == 6
+    m, ref = Machine("skylake-ddr4"), Machine("skylake-ddr4")
+    assert Machine("skylake-ddr4").profile.get("core.branch_counter_init") == 1
+    r = m.run(_pattern(outcomes))
+    assert r.cycles == ref.run(_pattern(outcomes, guesses=guesses)).cycles
+    assert m.stats()["sites"] == ref.stats()["sites"]
+    assert _counter(m) == 2 and _counter(ref) == 1   # a branch without an ip trains nothing
+
+
+def test_global_history_learns_an_alternating_pattern():
+    # T N T N ...: one counter per site goes 1 2 1 2 ... and guesses every outcome wrong;
+    # with 2 history bits (gshare) a T follows history 0b10 and an N 0b01 once the pattern
+    # runs, each with a counter of its own: only the 1st and 3rd guesses are wrong (the
+    # counters used: T at ip^0 (1, wrong), N at ip^1 (1, right), T at ip^2 (1, wrong),
+    # N at ip^1 (0), T at ip^2 (2, right), ...)
+    outcomes = [k % 2 == 0 for k in range(12)]
+    bimodal = [not o for o in outcomes]
+    gshare = [False, False, False] + outcomes[3:]
+    for bits, guesses in ((0, bimodal), (2, gshare)):
+        over = {"core.branch_history_bits": bits}
+        m, ref = Machine("skylake-ddr4", over), Machine("skylake-ddr4", over)
+        assert m.run(_pattern(outcomes)).cycles == ref.run(
+            _pattern(outcomes, guesses=guesses)).cycles
+
+
+def test_a_mispredicted_out_costs_the_penalty_without_a_transient_body():
+    # a site trained "out" (counter 0), then in bounds: the guess "out" is wrong, the
+    # penalty is paid, and no body ran down the wrong path (there is none to run)
+    m = Machine("skylake-ddr4", {"core.branch_counter_init": 0})
+    p = Program()
+    with p.guarded(1, 3, ip=IP):
+        p.load(0x1000000, 8)
+    m.run(p)
+    assert m.stats()["sites"]["(none)"]["mispredict"] > 0 and m.transient_lines() == []
+
+
+def test_predictor_state_is_kept_hashed_and_fast_forwarded():
+    m = Machine("skylake-ddr4")
+    before = m.state_hash()
+    m.run(_pattern([True] * 3))
+    assert m.state_hash() != before and _counter(m) == 3
+    m.reset_stats()   # counters of events go; the predictor's state stays, as the caches'
+    assert _counter(m) == 3
+    # repeated bodies with predicted branches: repeat=N is N runs, fast-forwarded once the
+    # counters saturate
+    body = _pattern([True, False, True, True])
+    over = {"core.branch_history_bits": 3}
+    plain, fast = Machine("skylake-ddr4", over), Machine("skylake-ddr4", over)
+    for _ in range(50):
+        plain.run(body, drain=False)
+    end = plain.drain()
+    r = fast.run(body, repeat=50)
+    assert r.cycles == end and np.array_equal(plain.S, fast.S) and r.fast_forwarded > 0
+
+
+def test_branch_ips_are_validated():
+    with pytest.raises(ProgramError, match="predicted by the branch predictor"):
+        Program().branch(1, 2, 0, predict_in=True, ip=IP)
+    with pytest.raises(ProgramError, match="negative instruction address"):
+        Program().branch(1, 2, 0, ip=-4)
+    with pytest.raises(ProgramError, match="not a bool"):
+        Program().branch(1, 2, 0, predict_in="yes")
+    ops = Program().branch(1, 2, 0, ip=IP).ops.copy()
+    ops[0, COL_SRC] = -1
+    with pytest.raises(ProgramError, match=r"op 0 \(BRANCH .*\): negative instruction"):
+        Program.from_array(ops)
