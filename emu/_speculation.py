@@ -41,10 +41,12 @@ def holds(ops, i, val):
 @inlined
 def load_address(S, ops, i, val, mask):
     """Address of LOAD i: indexed by the previous load's value `val`, masked by the last
-    INDEX_MASK's `mask`, or as written."""
+    INDEX_MASK's `mask` (both: the index masked), or as written."""
     a = ops[i, COL_ADDR]
     flags = ops[i, COL_FLAGS]
     if flags & FLAG_INDEXED:
+        if flags & FLAG_MASKED:
+            val &= mask
         if val < 0 or val > (1 << 40):
             return FAR
         return a + val * ops[i, COL_IMM]
@@ -63,50 +65,6 @@ def index_mask(S, ops, j, t, dep, val):
     return (-1 if holds(ops, j, val) else 0), t + S[TP.INDEX_MASK]
 
 
-@compiled
-def transient(S, pt, frames, ops, j0, j1, resolve):
-    """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
-    loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
-    an op with OP_SPEC's P_ENDS_WINDOW (an LFENCE, or any fence, flush, STAC/CLAC, bulk
-    op, branch, another core's access) ends the window, as does a reorder buffer's worth
-    of uops. A load that would fault or consume poison ends it too:
-    no fill. Architectural state other than the caches is left as it was."""
-    now = S[SC.NOW]
-    S[MS.SPEC] = 1
-    dep, val, mask = S[SC.DEP_READY], S[SC.VAL], S[SC.MASK]
-    uops = 0
-    work = 0
-    for j in range(j0, j1):
-        t = now + uops // S[TP.UPC] + work
-        if t >= resolve or uops >= S[TP.ROB]:
-            break
-        op = ops[j, COL_OP]
-        flags = ops[j, COL_FLAGS]
-        if op == Op.LOAD:
-            a = load_address(S, ops, j, val, mask)
-            size = ops[j, COL_SIZE]
-            if flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
-                t = max(t, dep)
-            if t >= resolve or ck.first_fault(S, a, a + size, True)[1] != ST_OK or \
-                    (S[SC.POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
-                break
-            # a transient load trains the prefetchers as any load does
-            dep = hier.demand(S, a >> 6, t, K_LOAD, 0 if flags & FLAG_MASKED else
-                              ops[j, COL_SRC], a)[0]
-            if (a + size - 1) >> 6 != a >> 6:
-                dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD, 0, 0)[0])
-            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
-        elif op == Op.INDEX_MASK:
-            mask, dep = index_mask(S, ops, j, t, dep, val)
-        elif op == Op.WORK:
-            work += ops[j, COL_IMM]
-        elif ENDS_WINDOW[ix(op)]:
-            break
-        uops += 1
-    S[MS.SPEC] = 0
-    S[SC.NOW] = now   # the wrong path's fill-buffer waits (demand's second value) delay nothing
-
-
 @inlined
 def counter(S, ip):
     """The index in S of the predictor's 2-bit counter for the branch at `ip` (> 0): its
@@ -123,6 +81,73 @@ def predicted_in(S, ops, i):
     if ip == 0:
         return ops[i, COL_FLAGS] & FLAG_PREDICT_IN != 0
     return S[ix(counter(S, ip))] >= 2
+
+
+@compiled
+def transient(S, pt, frames, ops, j0, j1, resolve):
+    """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
+    loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
+    an op with OP_SPEC's P_ENDS_WINDOW (an LFENCE, or any fence, flush, STAC/CLAC, bulk
+    op, another core's access) ends the window, as does a reorder buffer's worth of
+    uops. A load that would fault or consume poison ends it too: no fill. A branch on
+    the path follows its guess (predicted_in; the predictor is not trained by it), into
+    its body or past it; the first one guessed wrong that resolves before `resolve`
+    sends the path, once it has, the right way after the misprediction penalty, its
+    wrong path's uops squashed. Architectural state other than the caches is left as
+    it was."""
+    start = now = S[SC.NOW]
+    S[MS.SPEC] = 1
+    dep, val, mask = S[SC.DEP_READY], S[SC.VAL], S[SC.MASK]
+    uops = 0
+    work = 0
+    back = -1         # a branch on the path guessed wrong: where the right way goes on,
+    back_at = resolve  # when it resolves (else the window's end), the path's state then
+    back_uops, back_dep, back_val, back_mask = 0, dep, val, mask
+    j = j0
+    while j < j1:
+        op = ops[j, COL_OP]
+        flags = ops[j, COL_FLAGS]
+        t = now + uops // S[TP.UPC] + work
+        if op == Op.LOAD and flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED):
+            t = max(t, dep)
+        if t >= back_at or uops >= S[TP.ROB]:
+            if back < 0:
+                break
+            j, uops, work = back, back_uops, 0
+            now = back_at + S[TP.MISPREDICT] - uops // S[TP.UPC]
+            dep, val, mask = back_dep, back_val, back_mask
+            back, back_at = -1, resolve
+            continue
+        if op == Op.LOAD:
+            a = load_address(S, ops, j, val, mask)
+            size = ops[j, COL_SIZE]
+            if ck.first_fault(S, a, a + size, True)[1] != ST_OK or \
+                    (S[SC.POISON_N] != 0 and mm.first_poisoned(S, pt, a, a + size) >= 0):
+                break
+            # a transient load trains the prefetchers as any load does
+            dep = hier.demand(S, a >> 6, t, K_LOAD, 0 if flags & FLAG_MASKED else
+                              ops[j, COL_SRC], a)[0]
+            if (a + size - 1) >> 6 != a >> 6:
+                dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD, 0, 0)[0])
+            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
+        elif op == Op.INDEX_MASK:
+            mask, dep = index_mask(S, ops, j, t, dep, val)
+        elif op == Op.WORK:
+            work += ops[j, COL_IMM]
+        elif op == Op.BRANCH:
+            guess = predicted_in(S, ops, j)
+            at = (max(t, dep) if flags & FLAG_DEPENDENT else t) + S[TP.BRANCH_RESOLVE]
+            if guess != holds(ops, j, val) and back < 0 and at < resolve:
+                back, back_at = j + 1 + (ops[j, COL_IMM] if guess else 0), at
+                back_uops, back_dep, back_val, back_mask = uops + 1, dep, val, mask
+            if not guess:
+                j += ops[j, COL_IMM]
+        elif ENDS_WINDOW[ix(op)]:
+            break
+        uops += 1
+        j += 1
+    S[MS.SPEC] = 0
+    S[SC.NOW] = start   # the wrong path's fill-buffer waits (demand's second value) delay nothing
 
 
 @compiled

@@ -56,10 +56,6 @@ class ProgramError(ValueError):
     """An op with operands the ISA does not allow."""
 
 
-# The core indexes a load or masks it, never both: an indexed load drops the mask silently.
-INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
-                      "(the core does not mask an indexed load)")
-
 # What the validator checks, in the order Program.validate() reports them.
 _CHECKS = (
     ("UNKNOWN_OPCODE", "unknown opcode"),
@@ -80,10 +76,9 @@ _CHECKS = (
     ("VALUE", ("comparison of the previous load's value: the previous op is not a LOAD of "
                "at most 8 bytes nor a comparison of its value")),
     ("VALUE_BOTH", "index and limit both the previous load's value"),
-    ("MASKED", "masked load: base (src) negative or above the address"),
+    ("MASKED", "masked load: base (src) negative or above the address, or not 0 if indexed"),
     ("BODY", "branch body beyond the end of the program"),
     ("INDEX", "negative index or limit"),
-    ("INDEXED_AND_MASKED", INDEXED_AND_MASKED),
     ("IP", "negative instruction address (ip)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
@@ -179,10 +174,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
                 _fail(first, Check.VALUE, i)
             if flags & FLAG_VALUE_INDEX and flags & FLAG_VALUE_LIMIT:
                 _fail(first, Check.VALUE_BOTH, i)
-        if flags & FLAG_MASKED and not 0 <= src <= addr:
+        if flags & FLAG_MASKED and not (src == 0 if flags & FLAG_INDEXED else 0 <= src <= addr):
             _fail(first, Check.MASKED, i)
-        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
-            _fail(first, Check.INDEXED_AND_MASKED, i)
         if HAS_IP[op] and not flags & FLAG_MASKED and src < 0:
             _fail(first, Check.IP, i)
         copy = RANGE_KIND[op] == RangeKind.DST_SRC

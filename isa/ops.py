@@ -61,8 +61,8 @@ FLAG_EXTABLE = 2        # a page fault (unmapped, SMAP, privilege) goes to a fix
 #                         stops at the first faulting byte, the run goes on
 FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_mc_*)
 FLAG_INDEXED = 8        # LOAD at addr + (previous load's value) * imm
-FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); not
-#                         with FLAG_INDEXED
+FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); with
+#                         FLAG_INDEXED at addr + (value & mask) * imm (src: 0, no ip)
 FLAG_PREDICT_IN = 32    # BRANCH without an ip predicted "index < limit" (the body runs)
 FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 FLAG_VALUE_INDEX = 128  # BRANCH/INDEX_MASK: the index is the previous load's value, not ADDR
@@ -121,7 +121,8 @@ class RangeKind(IntEnum):
 # Properties, the bits of OpSpec.props.
 P_WRITES = 1       # writes functional memory (its pages must be present)
 P_POISON = 2       # consumes poison: it loads its bytes (a copy, its source's)
-P_ENDS_WINDOW = 4  # not run down a mispredicted path: it ends the transient window
+P_ENDS_WINDOW = 4  # not run down a mispredicted path: it ends the transient window (a
+#                    BRANCH does not: the path follows its guess, emu._speculation.transient)
 P_ROB = 8          # takes a reorder-buffer entry (waits at the ROB gate)
 P_BULK = 16        # many accesses in one op: a caught fault stops it at that byte
 P_PEER = 32        # another core's access: no issue slot, checked only for being mapped
@@ -173,7 +174,7 @@ OP_SPEC = {
                            range=RangeKind.LINES),
     Op.WORK: OpSpec(P_ROB, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
     Op.SITE: OpSpec(0, imm=ImmKind.SITE),
-    Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB | P_IP, **_GUARD, imm=ImmKind.BODY,
+    Op.BRANCH: OpSpec(P_ROB | P_IP, **_GUARD, imm=ImmKind.BODY,
                       flags=_ON_VALUE | FLAG_PREDICT_IN),
     Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=_ON_VALUE),
     Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,

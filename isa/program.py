@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa._validate import INDEXED_AND_MASKED, NO_OPS, ProgramError, range_units, validated
+from isa._validate import NO_OPS, ProgramError, range_units, validated
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -159,8 +159,9 @@ class Program:
 
     def _load(self, name, addr, size, src=0, imm=0, flags=0):
         self._check_addr(name, addr)
-        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
-            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): {INDEXED_AND_MASKED}")
+        if flags & FLAG_INDEXED and flags & FLAG_MASKED and src:
+            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): a masked indexed load "
+                               "masks its index: no base")
         return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
 
     # -- single ops -------------------------------------------------------------------
@@ -175,10 +176,13 @@ class Program:
         return self._load("load", addr, size, src=self._ip("load", ip),
                           flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
-    def load_indexed(self, base, scale, size=8, flags=0):
-        """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes)
-        read: the dependent table lookup of a Spectre gadget or a linked-list walk."""
-        return self._load("load_indexed", base, size, imm=scale, flags=flags | FLAG_INDEXED)
+    def load_indexed(self, base, scale, size=8, flags=0, masked=False):
+        """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes, or
+        a comparison of its value) read: the dependent table lookup of a Spectre gadget or
+        a linked-list walk. `masked`: v ANDed with the last index_mask's mask first
+        (array_index_nospec on a loaded index)."""
+        return self._load("load_indexed", base, size, imm=scale,
+                          flags=flags | FLAG_INDEXED | (FLAG_MASKED if masked else 0))
 
     def load_masked(self, addr, base, size=8, flags=0):
         """Load base[addr - base] with the offset ANDed with the mask of the last

@@ -205,3 +205,87 @@ def test_branch_ips_are_validated():
     ops[0, COL_SRC] = -1
     with pytest.raises(ProgramError, match=r"op 0 \(BRANCH .*\): negative instruction"):
         Program.from_array(ops)
+
+
+# -- nested transient windows ---------------------------------------------------------
+NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
+A, B, C = 0x1000000, 0x1100000, 0x1200000   # lines of distinct pages, never used otherwise
+
+
+def _slow_bound(m, p):
+    """The bound (16) comes from memory: an outer branch on it resolves after the miss."""
+    m.write(BOUND, (16).to_bytes(8, "little"))
+    p.clflush(BOUND).mfence().load(BOUND, 8)
+
+
+def _transient(inner):
+    """Lines filled down the wrong path of an outer branch (99 < *BOUND, guessed in) whose
+    body is `inner(p)`."""
+    m = Machine("skylake-ddr4", NO_PF)
+    p = Program()
+    _slow_bound(m, p)
+    with p.guarded(99, LOADED):
+        inner(p)
+    m.run(p)
+    return {ln * 64 for ln in m.transient_lines()}
+
+
+def test_a_nested_branch_keeps_the_window_open():
+    # the inner branch also waits for the slow bound (its value passed on): both are
+    # pending, the path follows the inner guess (in) into its body and past it
+    def inner(p):
+        p.load(BOUND, 8)           # an L1D miss too: the inner check resolves after the outer
+        with p.guarded(98, LOADED):
+            p.load(A, 8)
+        p.load(B, 8)
+    assert _transient(inner) == {A, B}
+
+
+def test_a_nested_branch_guessed_out_skips_its_body_on_the_wrong_path():
+    def inner(p):
+        with p.guarded(5, 3, predict_in=False):   # guessed out, and out: resolved right
+            p.load(A, 8)
+        p.load(B, 8)
+    assert _transient(inner) == {B}
+
+
+def test_a_nested_branch_guessed_wrong_sends_the_path_the_right_way():
+    # 5 < 3 guessed in: it resolves a cycle after issue, long before the outer branch; the
+    # wrong inner body is still at its work when it does, so its load never issues, and
+    # after the penalty the path goes on past the body, within the outer window
+    def inner(p):
+        with p.guarded(5, 3, predict_in=True):
+            p.work(60)
+            p.load(A, 8)
+        p.load(B, 8)
+    assert _transient(inner) == {B}
+
+    # guessed out but in: the wrong way skips the body (and is at its work when the inner
+    # branch resolves); the right way then goes into the body and on past it
+    def inner_in(p):
+        with p.guarded(1, 3, predict_in=False):
+            p.load(A, 8)
+        p.work(60)
+        p.load(B, 8)
+    assert _transient(inner_in) == {A, B}
+
+
+def test_a_fence_in_a_nested_body_ends_the_window():
+    def inner(p):
+        with p.guarded(1, 3):
+            p.lfence()
+            p.load(A, 8)
+        p.load(B, 8)
+    assert _transient(inner) == set()
+
+
+def test_transient_branches_do_not_train_the_predictor():
+    m = Machine("skylake-ddr4", NO_PF)
+    p = Program()
+    _slow_bound(m, p)
+    with p.guarded(99, LOADED):
+        for _ in range(3):
+            with p.guarded(1, 3, ip=IP):
+                p.load(A, 8)
+    m.run(p)
+    assert _counter(m) == 1 and m.transient_lines() == []   # guessed out (1): no body
