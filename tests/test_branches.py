@@ -116,6 +116,7 @@ def test_value_comparisons_are_validated():
 
 # -- the branch predictor -------------------------------------------------------------
 IP = 0x401000   # a branch site
+BIMODAL = {"core.branch_history_bits": 0}   # one counter per site: counted by hand below
 
 
 def _pattern(outcomes, ip=IP, guesses=None):
@@ -140,8 +141,8 @@ def test_a_site_counter_on_a_hand_counted_pattern():
     outcomes = [True, True, False, True, False, False, False, True, True]
     guesses = [False, True, True, True, True, True, False, False, False]
     assert sum(g != o for g, o in zip(guesses, outcomes)) == 6
-    m, ref = Machine("skylake-ddr4"), Machine("skylake-ddr4")
-    assert Machine("skylake-ddr4").profile.get("core.branch_counter_init") == 1
+    m, ref = Machine("skylake-ddr4", BIMODAL), Machine("skylake-ddr4", BIMODAL)
+    assert m.profile.get("core.branch_counter_init") == 1
     r = m.run(_pattern(outcomes))
     assert r.cycles == ref.run(_pattern(outcomes, guesses=guesses)).cycles
     assert m.stats()["sites"] == ref.stats()["sites"]
@@ -167,7 +168,7 @@ def test_global_history_learns_an_alternating_pattern():
 def test_a_mispredicted_out_costs_the_penalty_without_a_transient_body():
     # a site trained "out" (counter 0), then in bounds: the guess "out" is wrong, the
     # penalty is paid, and no body ran down the wrong path (there is none to run)
-    m = Machine("skylake-ddr4", {"core.branch_counter_init": 0})
+    m = Machine("skylake-ddr4", {"core.branch_counter_init": 0, **BIMODAL})
     p = Program()
     with p.guarded(1, 3, ip=IP):
         p.load(0x1000000, 8)
@@ -176,7 +177,7 @@ def test_a_mispredicted_out_costs_the_penalty_without_a_transient_body():
 
 
 def test_predictor_state_is_kept_hashed_and_fast_forwarded():
-    m = Machine("skylake-ddr4")
+    m = Machine("skylake-ddr4", BIMODAL)
     before = m.state_hash()
     m.run(_pattern([True] * 3))
     assert m.state_hash() != before and _counter(m) == 3
@@ -280,7 +281,7 @@ def test_a_fence_in_a_nested_body_ends_the_window():
 
 
 def test_transient_branches_do_not_train_the_predictor():
-    m = Machine("skylake-ddr4", NO_PF)
+    m = Machine("skylake-ddr4", {**NO_PF, **BIMODAL})
     p = Program()
     _slow_bound(m, p)
     with p.guarded(99, LOADED):

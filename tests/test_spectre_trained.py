@@ -46,12 +46,20 @@ def test_an_untrained_predictor_does_not_run_the_body(init):
         assert not r["leaked"] and r["transient_lines"] == []
 
 
-def test_one_training_call_from_weakly_out_is_enough():
-    # counter 1, one in-bounds call: 2, "in"
-    assert spectre.run_gadget("v1-trained", SECRET, train_calls=1)["leaked"]
-    r = spectre.run_gadget("v1-trained", SECRET, overrides={"core.branch_counter_init": 0},
-                           train_calls=1)
-    assert not r["leaked"]   # 0 -> 1: still "out"
+def test_training_calls_needed():
+    # one counter per site from 1: one in-bounds call makes it 2, "in"; from 0 it is 1
+    bimodal = {"core.branch_history_bits": 0}
+    assert spectre.run_gadget("v1-trained", SECRET, overrides=bimodal, train_calls=1)["leaked"]
+    r = spectre.run_gadget("v1-trained", SECRET, overrides={"core.branch_counter_init": 0,
+                                                            **bimodal}, train_calls=1)
+    assert not r["leaked"]
+    # with h bits of history (gshare) the k-th call's counter is indexed by its k-1 ones
+    # before it: calls 1..h each train a counter of their own, the history is all ones
+    # from call h+1 on, whose counter the attack uses: h + 1 calls make it 2
+    h = 4
+    over = {"core.branch_history_bits": h}
+    assert not spectre.run_gadget("v1-trained", SECRET, overrides=over, train_calls=h)["leaked"]
+    assert spectre.run_gadget("v1-trained", SECRET, overrides=over, train_calls=h + 1)["leaked"]
 
 
 def test_trained_gadgets_cost_their_extra_uops():
@@ -71,7 +79,7 @@ def test_trained_gadgets_cost_their_extra_uops():
 def test_cli_trained_gadgets(capsys):
     assert main(["spectre", "v1-nested", "--secret", "0x33"]) == 0
     out = capsys.readouterr().out
-    assert "secret leaked: YES" in out and "trained  8 calls" in out
+    assert "secret leaked: YES" in out and f"trained  {spectre.TRAIN_CALLS} calls" in out
     assert main(["spectre", "v1-nospec-loaded", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"leaked": false' in out and '"baseline": "v1-loaded"' in out

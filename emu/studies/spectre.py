@@ -47,8 +47,8 @@ XPTR = 0x280000            # LOADED_X: the caller's x, 8-byte slot k holding k (
 XPTR_ATTACK = ARRAY1_SIZE  # ... and this slot the attack's x, SECRET_OFFSET
 IP_CHECK = 0x401000        # the branch sites of the trained gadgets (any distinct ips)
 IP_INNER = 0x401040
-TRAIN_CALLS = 8            # in-bounds calls before the attack: from counter 1 two saturate
-                           # it ("in"); more change nothing
+TRAIN_CALLS = 16           # in-bounds calls before the attack: with h history bits (12 in
+                           # the profiles) the attack's counter is trained from call h + 1 on
 MAX_TRAIN_CALLS = 10_000   # what the command line accepts (a program of 5 ops a call)
 
 
