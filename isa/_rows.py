@@ -7,9 +7,9 @@ from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, CO
 
 
 @njit(cache=True, nogil=True)
-def put_rows(ops, place, op, addr, size, imm, flags):
-    """ops[place[i]] = op i of the columns op, addr, size, imm and flags, with no source
-    operand and no data; a column of one value is that value in every row. `place` must
+def put_rows(ops, place, op, addr, size, imm, flags, src):
+    """ops[place[i]] = op i of the columns op, addr, size, imm, flags and src (a branch's
+    ip), with no data; a column of one value is that value in every row. `place` must
     hold indices of ops' rows and each column one value or len(place): nothing here checks
     the bounds."""
     for i in range(len(place)):
@@ -17,7 +17,7 @@ def put_rows(ops, place, op, addr, size, imm, flags):
         ops[r, COL_OP] = op[i if len(op) > 1 else 0]
         ops[r, COL_ADDR] = addr[i if len(addr) > 1 else 0]
         ops[r, COL_SIZE] = size[i if len(size) > 1 else 0]
-        ops[r, COL_SRC] = 0
+        ops[r, COL_SRC] = src[i if len(src) > 1 else 0]
         ops[r, COL_DATA] = -1
         ops[r, COL_IMM] = imm[i if len(imm) > 1 else 0]
         ops[r, COL_FLAGS] = flags[i if len(flags) > 1 else 0]

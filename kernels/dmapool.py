@@ -64,8 +64,12 @@ Model departures and assumptions:
   `end`), the slot is loaded and ma_dead_node loads node->parent again. Only each node's
   first load waits for the pointer to it (FLAG_DEPENDENT: the previous load's data); the
   second parent load is emitted before the slot load so that the next node's first load
-  waits for the slot. The scan's data-dependent exit branch is not emitted (the core has no
-  data-dependent branches yet): see `_mtree_load`.
+  waits for the slot. The scan's exit test, `if (pivots[offset] >= mas->index) break;`
+  (mtree_lookup_walk, read in 40214964773), is a branch after each pivot load, resolved
+  once that pivot is there, at one site (IP_MTREE_SCAN) that the branch predictor guesses:
+  its outcome (go on below the slot taken, leave at it) is the walk's, known when the ops
+  are built. The loop's other test, `++offset < end`, which ends a scan that reaches `end`,
+  is not emitted (a counted bound, not data-dependent).
 - Compares, branches and address arithmetic are not ops (they overlap the loads); the
   division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
   block's address.
@@ -117,6 +121,8 @@ SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
 SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
          "pool_find_block", "mtree_load")
 _SITE = {name: i for i, name in enumerate(SITES)}
+# branch sites (ips: what the branch predictor tells branches apart by; any distinct values)
+IP_MTREE_SCAN = 0x1000       # mtree_lookup_walk's `pivots[offset] >= mas->index` break
 _STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 2 per page)
 
 
@@ -162,11 +168,11 @@ class _Rows:
     def __init__(self):
         self.keys, self.parts = [], []
 
-    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8):
+    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8, src=0):
         event = np.asarray(event, dtype=np.int64)
         self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
         self.parts.append([np.ravel(np.asarray(v, dtype=np.int64))
-                           for v in (op, addr, size, imm, flags)])
+                           for v in (op, addr, size, imm, flags, src)])
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
@@ -176,6 +182,12 @@ class _Rows:
 
     def store(self, event, step, addr, value, size=8):
         self.add(event, step, Op.STORE, addr, imm=value, size=size)
+
+    def exit_branch(self, event, step, index, limit, ip):
+        """A loop's data-dependent exit test on the load just before it (an empty body: the
+        loop goes on while index < limit, so its outcome is the walk's, known when the
+        rows are built; it resolves once that load's data is there), at branch site ip."""
+        self.add(event, step, Op.BRANCH, index, size=limit, flags=DEP, src=ip)
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
@@ -433,15 +445,17 @@ def _mtree_load(r, events, step, pool, b):
         r.load(events, s, node + MN_PIVOT + 8 * (MAPLE_PIVOTS - 1), dependent=not top)
         r.load(events[meta], s + 1, node[meta] + MN_META)
         r.load(events, s + 2, node + MN_PARENT)
-        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`;
-        # its exit is a data-dependent branch per pivot, not emitted (no such branch op yet)
+        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`:
+        # after each, `if (pivots[offset] >= mas->index) break`, which goes on (pivot below
+        # the index) at every offset before the slot taken
         scans = np.maximum(1, np.minimum(slot + 1, end))
         for o in range(MAPLE_PIVOTS):
             take = scans > o
-            r.load(events[take], s + 3 + o, node[take] + MN_PIVOT + 8 * o)
-        r.load(events, s + 3 + MAPLE_PIVOTS, node + MN_PARENT)
-        r.load(events, s + 4 + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
-        s += 5 + MAPLE_PIVOTS
+            r.load(events[take], s + 3 + 2 * o, node[take] + MN_PIVOT + 8 * o)
+            r.exit_branch(events[take], s + 4 + 2 * o, o, slot[take], IP_MTREE_SCAN)
+        r.load(events, s + 3 + 2 * MAPLE_PIVOTS, node + MN_PARENT)
+        r.load(events, s + 4 + 2 * MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
+        s += 5 + 2 * MAPLE_PIVOTS
     r.site(events, s, "dma_pool_free")
     return s + 1
 

@@ -10,7 +10,17 @@ import pytest
 
 from emu import Machine
 from isa import LOADED, Program, ProgramError
-from isa.ops import COL_FLAGS, COL_SRC, FLAG_VALUE_INDEX, FLAG_VALUE_LIMIT
+from isa.ops import (
+    COL_FLAGS,
+    COL_OP,
+    COL_SRC,
+    FLAG_DEPENDENT,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
+    Op,
+)
+from kernels import dmapool as dp
+from tests.test_dmapool import COSTS, event_ops
 
 BOUND = 0x200000      # an 8-byte variable the branches load
 OUT = 0x6000          # a byte the branch bodies store
@@ -290,3 +300,21 @@ def test_transient_branches_do_not_train_the_predictor():
                 p.load(A, 8)
     m.run(p)
     assert _counter(m) == 1 and m.transient_lines() == []   # guessed out (1): no body
+
+
+# -- kernel walks' exits --------------------------------------------------------------
+def test_the_maple_scan_exits_are_predicted_branches_after_their_pivots():
+    # mtree_lookup_walk: `if (pivots[offset] >= mas->index) break;` after each pivot load.
+    # Freeing block 0 of a 8192-block pool (levels of 513, 33, 3, 1 nodes, entry 1): the
+    # root and two internal nodes at slot 0 leave at pivot 0 (out), the leaf at slot 1 goes
+    # on at pivot 0 (in: 0 < 1) and leaves at pivot 1: branches (index, limit) (0,0) x 3,
+    # (0,1), (1,1), each at site IP_MTREE_SCAN, waiting for the pivot loaded just before
+    pool = dp.DmaPool("maple", 16, 16, 0, 1 << 32)
+    p = dp.dmapool_test_alloc(pool, 8192, COSTS)
+    walk = event_ops(p, "mtree_load", 0)
+    at = [k for k, row in enumerate(walk) if row[0] == Op.BRANCH]
+    assert [walk[k][1:3] for k in at] == [(0, 0), (0, 0), (0, 0), (0, 1), (1, 1)]
+    assert all(walk[k - 1][0] == Op.LOAD for k in at)
+    ops = p.ops[p.ops[:, COL_OP] == Op.BRANCH]
+    assert set(ops[:, COL_SRC].tolist()) == {dp.IP_MTREE_SCAN}
+    assert np.all(ops[:, COL_FLAGS] == FLAG_DEPENDENT)

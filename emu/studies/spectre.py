@@ -212,6 +212,7 @@ def table(report):
                f"  {report['gadget']:<{w}} {report['cycles_per_call']:7.3f} cycles per call\n")
     if report["gadget"] != base:
         cycles = report.get("baseline_cycles_per_call", report["v1_cycles_per_call"])
+        cost = report["mitigation_cycles_per_call"]
         out.append(f"  {base:<{w}} {cycles:7.3f} cycles per call\n"
-                   f"  {'cost':<{w}} {report['mitigation_cycles_per_call']:+7.3f} cycles per call\n")
+                   f"  {'cost':<{w}} {cost:+7.3f} cycles per call\n")
     return "".join(out)
