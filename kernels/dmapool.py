@@ -70,9 +70,11 @@ Model departures and assumptions:
   its outcome (go on below the slot taken, leave at it) is the walk's, known when the ops
   are built. The loop's other test, `++offset < end`, which ends a scan that reaches `end`,
   is not emitted (a counted bound, not data-dependent).
-- Compares, branches and address arithmetic are not ops (they overlap the loads); the
-  division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
-  block's address.
+- Compares, branches and address arithmetic are not ops (they overlap the loads), but for
+  the walks' data-dependent exits (the maple scan's, pool_find_block's per page), which
+  the branch predictor guesses and which cost a misprediction when it guesses wrong; the
+  division of `pool_find_block` is an op (profile [instr] div64_cycles), as its result is
+  the block's address.
 """
 import sys
 from dataclasses import dataclass
@@ -123,7 +125,8 @@ SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_po
 _SITE = {name: i for i, name in enumerate(SITES)}
 # branch sites (ips: what the branch predictor tells branches apart by; any distinct values)
 IP_MTREE_SCAN = 0x1000       # mtree_lookup_walk's `pivots[offset] >= mas->index` break
-_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 2 per page)
+IP_FIND_BLOCK = 0x1040       # pool_find_block's test of a page in its page-list walk
+_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 3 per page)
 
 
 def nr_blocks(size):
@@ -462,7 +465,9 @@ def _mtree_load(r, events, step, pool, b):
 
 def _pool_find_block(r, events, step, pool, b, costs):
     """RFC v2 pool_find_block: walk the page list from its head (the newest page) to the
-    page holding vaddr, then index its block array by offset / size."""
+    page holding vaddr, then index its block array by offset / size. The RFC's code was not
+    read: one test per page visited, on its loaded vaddr, ending the walk at the page
+    holding the block (a branch predicted at IP_FIND_BLOCK), is assumed."""
     r.site(events, step, "pool_find_block")
     r.load(events, step + 1, pool.pool + POOL_SIZE, size=4)
     r.load(events, step + 2, pool.pool + POOL_ALLOCATION, size=4)
@@ -475,10 +480,13 @@ def _pool_find_block(r, events, step, pool, b, costs):
     within = np.arange(int(visits.sum()), dtype=np.int64) - np.repeat(start, visits)
     page = pool.page(pool.pages - 1 - within)
     s = step + 4
-    r.load(ev, s + 2 * within, page + PAGE_VADDR, dependent=True)
-    more = within < np.repeat(pos, visits)
-    r.load(ev[more], s + 2 * within[more] + 1, page[more] + PAGE_LIST, dependent=True)
-    s += 2 * (pool.pages + 1)
+    r.load(ev, s + 3 * within, page + PAGE_VADDR, dependent=True)
+    # the walk's exit test on page->vaddr (is vaddr in this page?): goes on before its page
+    last = np.repeat(pos, visits)
+    r.exit_branch(ev, s + 3 * within + 1, within, last, IP_FIND_BLOCK)
+    more = within < last
+    r.load(ev[more], s + 3 * within[more] + 2, page[more] + PAGE_LIST, dependent=True)
+    s += 3 * (pool.pages + 1)
     r.add(events, s, Op.WORK, imm=costs.div)
     r.load(events, s + 1, pool.page(j) + PAGE_BLOCKS)
     r.site(events, s + 2, "dma_pool_free")

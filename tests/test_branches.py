@@ -318,3 +318,17 @@ def test_the_maple_scan_exits_are_predicted_branches_after_their_pivots():
     ops = p.ops[p.ops[:, COL_OP] == Op.BRANCH]
     assert set(ops[:, COL_SRC].tolist()) == {dp.IP_MTREE_SCAN}
     assert np.all(ops[:, COL_FLAGS] == FLAG_DEPENDENT)
+
+
+def test_the_page_list_walk_tests_each_page_it_visits():
+    # pool_find_block (RFC v2, assumed: one test per page): 12 blocks of 1024 bytes, 4 a
+    # page, 3 pages; block 0 is in the oldest page, last in the list (position 2): the walk
+    # tests pages 0, 1 (go on) and 2 (stop), each after that page's vaddr load
+    pool = dp.DmaPool("list", 1024, 1024, 0, 1 << 32)
+    p = dp.dmapool_test_alloc(pool, 12, COSTS)
+    walk = event_ops(p, "pool_find_block", 0)
+    at = [k for k, row in enumerate(walk) if row[0] == Op.BRANCH]
+    assert [walk[k][1:3] for k in at] == [(0, 2), (1, 2), (2, 2)]
+    assert [walk[k - 1][1] for k in at] == [int(pool.page(j)) + dp.PAGE_VADDR for j in (2, 1, 0)]
+    ops = p.ops[p.ops[:, COL_OP] == Op.BRANCH]
+    assert set(ops[:, COL_SRC].tolist()) == {dp.IP_FIND_BLOCK}
