@@ -7,9 +7,9 @@ from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, CO
 
 
 @njit(cache=True, nogil=True)
-def put_rows(ops, place, op, addr, size, imm, flags, src):
-    """ops[place[i]] = op i of the columns op, addr, size, imm, flags and src (a branch's
-    ip), with no data; a column of one value is that value in every row. `place` must
+def put_rows(ops, place, op, addr, size, src, imm, flags):
+    """ops[place[i]] = op i of the columns op, addr, size, src, imm and flags, with no
+    data; a column of one value is that value in every row. `place` must
     hold indices of ops' rows and each column one value or len(place): nothing here checks
     the bounds."""
     for i in range(len(place)):

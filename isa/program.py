@@ -3,6 +3,7 @@
 Single-op methods are sugar; `loads`, `stores` and `extend` take whole arrays.
 Operands are validated here so that the compiled core never sees a malformed op.
 """
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,7 +33,7 @@ from isa.ops import (
     Op,
 )
 from isa.sites import remap_sites, site_id
-from isa.sourcelines import LINE_SEP, caller_line, recording
+from isa.sourcelines import LINE_SEP, caller_line, line_ip, recording
 
 EFAULT = 14
 
@@ -86,8 +87,11 @@ def _as_imm(name, value):
 class Program:
     """A sequence of ops plus the bytes that stores carry."""
 
-    def __init__(self, capacity=1024):
+    def __init__(self, capacity=1024, line_ips=False):
+        """`line_ips`: a load or store emitted without an ip gets its line's
+        (isa.sourcelines.line_ip): a kernel path's Python line stands for its instruction."""
         self._ops = np.zeros((max(capacity, 16), N_COLS), dtype=np.int64)
+        self._line_ips = line_ips
         self._n = 0
         self._blob = bytearray()
         self.site_names = []
@@ -197,10 +201,11 @@ class Program:
         return self._emit(Op.STORE, addr, n, src=self._ip("store", ip), data=off, imm=imm,
                           flags=flags)
 
-    @staticmethod
-    def _ip(name, ip):
+    def _ip(self, name, ip):
         if _int(name, "ip", ip) < 0:
             raise ProgramError(f"{name}: negative instruction address (ip) {ip:#x}")
+        if ip == 0 and self._line_ips:
+            return line_ip(sys._getframe(2))
         return int(ip)
 
     def _written(self, name, addr, data, size, value):
@@ -356,7 +361,9 @@ class Program:
         index, limit, flags = self._operands("branch", index, limit, dependent)
         if predict_in is not None and not isinstance(predict_in, (bool, np.bool_)):
             raise ProgramError(f"branch: predict_in {predict_in!r} is not a bool")
-        if self._ip("branch", ip) and predict_in is not None:
+        if _int("branch", "ip", ip) < 0:   # no line's ip (line_ips): a branch is static
+            raise ProgramError(f"branch: negative instruction address (ip) {ip:#x}")
+        if ip and predict_in is not None:
             raise ProgramError(f"branch: ip {ip:#x} is predicted by the branch predictor, "
                                "not by predict_in")
         if not ip and (predict_in is None or predict_in):

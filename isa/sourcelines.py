@@ -3,6 +3,7 @@ profiler: emu.profiler)."""
 import contextlib
 import os
 import sys
+import zlib
 from contextlib import contextmanager
 
 # Profiling by source line (record_lines): the site of an op is then its function and the
@@ -34,9 +35,32 @@ def recording():
     return _RECORD_LINES[-1]
 
 
-def caller_line():
-    """(file, line) of the innermost frame outside the builder."""
-    f = sys._getframe(2)
+def _outside_builder(f):
     while f is not None and f.f_code.co_filename in _BUILDER_FILES:
         f = f.f_back
+    return f
+
+
+def caller_line():
+    """(file, line) of the innermost frame outside the builder."""
+    f = _outside_builder(sys._getframe(2))
     return ("?", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
+_IPS = {}
+
+
+def line_ip(frame):
+    """The instruction address standing for `frame`'s line (the innermost outside the
+    builder): a kernel reimplementation's line stands for its instruction, so a load in a
+    loop keeps one ip, as the kernel's loop does. A function of the file's name and the line
+    only (no hash seed, no order of use): bit-identical across processes."""
+    f = _outside_builder(frame)
+    if f is None:
+        return 0
+    key = (f.f_code.co_filename, f.f_lineno)
+    ip = _IPS.get(key)
+    if ip is None:
+        name = os.path.basename(key[0]).encode()
+        ip = _IPS[key] = (zlib.crc32(name) + 1) << 20 | key[1] & ((1 << 20) - 1)
+    return ip

@@ -85,6 +85,7 @@ from isa._rows import put_rows
 from isa.ops import N_COLS, Op
 from isa.ops import FLAG_DEPENDENT as DEP
 from isa.program import Program
+from isa.sourcelines import line_ip
 
 VARIANTS = ("orig", "list", "maple")
 # dmapool_test.c: (size, align, boundary) of each pool, NR_TESTS rounds
@@ -175,16 +176,20 @@ class _Rows:
         event = np.asarray(event, dtype=np.int64)
         self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
         self.parts.append([np.ravel(np.asarray(v, dtype=np.int64))
-                           for v in (op, addr, size, imm, flags, src)])
+                           for v in (op, addr, size, src, imm, flags)])
 
     def site(self, event, step, name):
         self.add(event, step, Op.SITE, imm=_SITE[name])
 
     def load(self, event, step, addr, dependent=False, size=8):
-        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size)
+        """One load instruction of the kernel, run once per event: its ip is the caller's
+        line (isa.sourcelines.line_ip), as for Program(line_ips=True)."""
+        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size,
+                 src=line_ip(sys._getframe(1)))
 
     def store(self, event, step, addr, value, size=8):
-        self.add(event, step, Op.STORE, addr, imm=value, size=size)
+        self.add(event, step, Op.STORE, addr, imm=value, size=size,
+                 src=line_ip(sys._getframe(1)))
 
     def exit_branch(self, event, step, index, limit, ip):
         """A loop's data-dependent exit test on the load just before it (an empty body: the

@@ -11,20 +11,25 @@ from emu.studies.cli import main
 from emu.studies.scenarios.dmapool_test import kernel_base
 from isa import Program
 from isa.program import ProgramError
-from isa.ops import COL_ADDR, COL_IMM, COL_OP, COL_SIZE, Op
+from isa.ops import COL_ADDR, COL_IMM, COL_OP, COL_SIZE, COL_SRC, Op
 from kernels import dmapool as dp
 from memmodel.profile import load_profile
 
 COSTS = dp.Costs(call=25, div=36, irq_save=10, irq_restore=8)
 
 
-def site_loads(program, site):
-    """LOAD ops emitted while `site` is the current function."""
+def site_rows(program, site):
+    """Which ops are emitted while `site` is the current function."""
     ops = program.ops
     is_site = ops[:, COL_OP] == Op.SITE
     last_site_row = np.maximum.accumulate(np.where(is_site, np.arange(len(ops)), -1))
     current = np.where(last_site_row >= 0, ops[np.maximum(last_site_row, 0), COL_IMM], -1)
-    return int(np.sum((ops[:, COL_OP] == Op.LOAD) & (current == program.site_names.index(site))))
+    return current == program.site_names.index(site)
+
+
+def site_loads(program, site):
+    """LOAD ops emitted while `site` is the current function."""
+    return int(np.sum((program.ops[:, COL_OP] == Op.LOAD) & site_rows(program, site)))
 
 
 def test_blocks_per_row_follow_the_test_formula():
@@ -58,6 +63,23 @@ def test_list_free_walks_the_page_list_from_the_newest_page():
         assert site_loads(dp.dmapool_test_alloc(pool, 12, COSTS), "pool_find_block") == 84
     orig = dp.DmaPool("orig", 1024, 1024, 0, 1 << 32)
     assert site_loads(dp.dmapool_test_alloc(orig, 12, COSTS), "pool_find_block") == 0
+
+
+def test_each_load_site_is_one_instruction_with_its_own_ip():
+    # pool_find_block's page->vaddr loads are one instruction in the kernel's loop: one ip
+    # for every page visited; its next-page loads another; no load is left without one
+    pool = dp.DmaPool("list", 1024, 1024, 0, 1 << 32)
+    program = dp.dmapool_test_alloc(pool, 12, COSTS)
+    ops = program.ops
+    assert (ops[ops[:, COL_OP] == Op.LOAD, COL_SRC] != 0).all()
+    walk = ops[site_rows(program, "pool_find_block") & (ops[:, COL_OP] == Op.LOAD)]
+    field = (walk[:, COL_ADDR] - (pool.base + dp.AT_PAGES)) % dp.DMA_PAGE_BYTES["list"]
+    in_pages = (walk[:, COL_ADDR] >= pool.base + dp.AT_PAGES) & (
+        walk[:, COL_ADDR] < pool.base + dp.AT_META)
+    vaddr, nxt = walk[in_pages & (field == dp.PAGE_VADDR)], walk[in_pages & (field == 0)]
+    assert len(vaddr) == 24 and len(nxt) == 12          # the walk's count in the test above
+    assert len(set(vaddr[:, COL_SRC])) == 1 and len(set(nxt[:, COL_SRC])) == 1
+    assert vaddr[0, COL_SRC] != nxt[0, COL_SRC]
 
 
 def test_maple_lookup_walks_as_v64_mtree_load_at_every_level():

@@ -2,6 +2,10 @@
 the instruction address (ip) a LOAD carries for the IP-stride prefetcher. Every expected
 set of lines is worked out by hand from the pattern and the rule each module's docstring
 quotes."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -172,6 +176,47 @@ def test_the_ip_stride_prefetcher_tells_loads_apart_by_their_ip():
     m = machine(l1d="ip_stride")
     m.run(Program().loads(addrs))
     assert m.stats()["levels"]["l1d"]["prefetch_fills"] == 0
+
+
+def _walk(p, addrs):
+    for a in addrs:
+        p.load(int(a))        # one line of Python: one load instruction in a loop
+    return p
+
+
+def test_a_programs_line_ips_give_a_loop_one_ip_and_other_lines_others():
+    p = _walk(Program(line_ips=True), BASE + 64 * np.arange(3))
+    p.load(BASE)
+    p.store(BASE, b"x")
+    ips = [int(x) for x in p.ops[:, COL_SRC]]
+    assert ips[0] == ips[1] == ips[2] != 0 and len({ips[0], ips[3], ips[4]}) == 3
+    assert Program(line_ips=True).load(BASE, ip=IP).ops[0, COL_SRC] == IP   # given wins
+    assert int(_walk(Program(), [BASE]).ops[0, COL_SRC]) == 0               # off: none
+
+
+def test_a_line_ip_is_the_same_in_another_process():
+    # no hash seed or order of use: a program's result must not depend on the process
+    code = ("import sys; sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r}); "
+            "from test_prefetch import _walk; from isa import Program; "
+            "from isa.ops import COL_SRC; "
+            "print(int(_walk(Program(line_ips=True), [4096]).ops[0, COL_SRC]))")
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONHASHSEED="123")
+    out = subprocess.run([sys.executable, "-c", code.format(root=os.path.dirname(here),
+                                                            here=here)],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    assert int(out) == int(_walk(Program(line_ips=True), [4096]).ops[0, COL_SRC])
+
+
+def test_line_ips_train_the_ip_stride_prefetcher_as_one_given_ip_does():
+    addrs = BASE + 3072 - 512 * np.arange(5)
+    counts = []
+    for p in (_walk(Program(line_ips=True), addrs), Program().loads(addrs, ips=IP)):
+        m = machine(l1d="ip_stride")
+        m.run(p)
+        l1 = m.stats()["levels"]["l1d"]
+        counts.append((l1["prefetch_fills"], l1["load_misses"], l1["prefetch_useful"]))
+    assert counts == [(3, 3, 2)] * 2      # the backward-stride case's hand count above
 
 
 def test_repeat_with_every_prefetcher_is_n_runs():

@@ -314,7 +314,10 @@ def test_a_dask_local_cluster_gives_the_rows_of_serial_and_pool(capsys, tmp_path
     distributed = pytest.importorskip("dask.distributed")
     from emu.machine import Machine
     Machine.warmup()   # the workers load the core from numba's on-disk cache
-    spec = write(tmp_path, REAL.format(ios=20, values="[150, 600]"))
+    # the L1 IP-stride prefetcher off (the study's reading "ip-stride evicted"): the struct
+    # page read stays on the path
+    spec = write(tmp_path, REAL.format(ios=20, values="[150, 600]")
+                 + '"cache.l1d.prefetcher" = ["next_line"]\n')
     got = {}
     for how, extra in (("serial", ["--workers", "1"]), ("pool", ["--workers", "2"])):
         out = str(tmp_path / f"{how}.csv")

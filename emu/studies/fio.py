@@ -214,7 +214,7 @@ def declared_cycles(values, rw):
 
 
 def _program(values, io, rw, first, n):
-    p = Program(capacity=64 * max(n, 1))
+    p = Program(capacity=64 * max(n, 1), line_ips=True)
     declared = declared_cycles(values, rw)
     with p.loop(LOOP_SITE):
         for k in range(first, first + n):

@@ -20,6 +20,11 @@ of the next address, a + 3s, is prefetched, unless it is this line or in another
 page (assumed as for the other prefetchers: they work on physical lines, and the next
 page's frame is unknown to them).
 
+Of the manual's conditions for any L1 prefetch only "within the same 4K byte page" is
+modelled; "load is from writeback memory type", "no fence is in progress in the pipeline",
+"not many other load misses are in progress" and "there is not a continuous stream of
+stores" are not: a prefetch here may issue where the hardware would hold it back.
+
 The table's order is its recency (no clock): rows move on each training, which keeps the
 state free of time stamps (emu.fastforward matches it word for word).
 """

@@ -43,6 +43,14 @@ DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
 PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
+# check_heap_object's struct-page load strides 64 B through the memmap, one struct page an
+# I/O: the L1 IP-stride prefetcher learns it if its entry outlives the I/O's kernel path
+READINGS = {
+    "ip-stride evicted": ("the struct-page load's IP-stride entry does not outlive the I/O's "
+                          "path, whose loads are declared costs, not emitted; no source gives "
+                          "the table's size or replacement (memmodel/prefetch/ip_stride.py)",
+                          {"cache.l1d.prefetcher": ["next_line"]}),
+}
 # profile values the result follows from (docs/scenarios.md, dax-write-usercopy)
 SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "software.fs_write_iter_ns", "media.optane.read_latency_ns",

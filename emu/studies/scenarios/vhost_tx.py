@@ -123,7 +123,7 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
                          f"bytes of frame after the {vhost.VNET_HDR_BYTES}-byte vnet header")
     declared = declared_cycles(m.profile.values)
     tx = vhost.TxBuffers(net=ring.vq + 4096, xdp=ring.vq + 8192, frags=frags)
-    p = Program(capacity=80 * n)
+    p = Program(capacity=80 * n, line_ips=True)
     with p.loop(LOOP_SITE):
         for k in range(first, first + n, vhost.VHOST_NET_BATCH):
             count = min(vhost.VHOST_NET_BATCH, first + n - k)

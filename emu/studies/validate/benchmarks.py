@@ -201,14 +201,16 @@ def lfence_extra_cycles(m, nbytes=16 << 10):
 
 def rep_movsb_bytes_per_cycle(m, nbytes=8192, reps=100):
     """REP MOVSB inside L1D: `nbytes` from one buffer to the next (both together half the
-    L1D, so they stay resident), a warm-up copy, then `reps` copies: bytes per cycle."""
+    L1D, so they stay resident), a warm-up copy, then `reps` copies: bytes read plus bytes
+    written per cycle, as [ILX] (AIDA64) counts a string op's two operands (docs/validation.md
+    "Method"), i.e. twice the bytes copied."""
     src = _base(m, "dram0")
     dst = src + nbytes
     m.run(Program().rep_movsb(dst, src, nbytes))
     p = Program()
     for _ in range(reps):
         p.rep_movsb(dst, src, nbytes)
-    return nbytes * reps / m.run(p).cycles
+    return 2 * nbytes * reps / m.run(p).cycles
 
 
 def locked_rmw_cycles(m, reps=200):

@@ -151,7 +151,7 @@ def _instruction_rows(profile, tag, machine, lfence=None, sfence=None, mfence=No
                                      ("clflushopt", clflushopt, Op.CLFLUSHOPT),
                                      ("clwb", clwb, Op.CLWB)) if value is not None]
     if movsb is not None:
-        rows.append(row("rep-movsb", "rep-movsb-l1", movsb, "B/cycle",
+        rows.append(row("rep-movsb", "rep-movsb-l1", movsb, "B/cycle r+w",
                         rep_movsb_bytes_per_cycle, movsb_where))
     if locked is not None:
         rows.append(row("locked", "locked-rmw-latency", locked, "cycles", locked_rmw_cycles,
@@ -391,9 +391,6 @@ REASONS = {
                       "wait for one each (a store taking its line unread, or RFOs sent past "
                       "the fence: neither modelled nor sourced); from 1 KiB the RFOs also "
                       "queue on the DIMM behind the write-backs sent before them",
-    "rep-startup": "each rep movsb pays the 40-cycle start-up of [INTEL-OPT] (Nehalem-era; none "
-                   "measured for these cores, §13): 8 KiB copies run at 8192 / (8192 / B + 40) "
-                   "bytes a cycle for the profile's B",
     "bdw-llc-other-machine": "the profile's LLC latency is the E5-2699 v4 server's (38-51 "
                              "cycles, [AT11544]); this row measures the i7-6850K desktop part",
     "bdw-dram-other-machine": "the profile's DRAM latency is the E5-2699 v4 server's (95 ns, "
@@ -454,16 +451,13 @@ KNOWN_GAPS = {
     (CLX, "persist-clwb-1024B"): (1.24, 1.53, REASONS["clwb-rfo-media"]),
     (CLX, "persist-clwb-2048B"): (1.28, 1.58, REASONS["clwb-rfo-media"]),
     (CLX, "persist-clwb-4096B"): (1.35, 1.66, REASONS["clwb-rfo-media"]),
-    (CLX, "rep-movsb-l1"): (0.69, 0.86, REASONS["rep-startup"]),
     (CLX, "likwid-copy-bw"): (0.71, 0.88, REASONS["one-stream-read-bw"]),
     (SKX, "clflush-throughput"): (1.81, 2.22, REASONS["skx-2socket-flush"]),
     (SKX, "clflushopt-throughput"): (2.15, 2.64, REASONS["skx-2socket-flush"]),
-    (SKX, "rep-movsb-l1"): (0.7, 0.87, REASONS["rep-startup"]),
     (SKX, "clwb-throughput-8160"): (2.3, 2.83, REASONS["flush-other-dump"]),
     (SKX, "likwid-load-bw"): (0.63, 0.78, REASONS["one-stream-read-bw"]),
     (BDW, "llc-latency-i7-6850k"): (0.69, 0.85, REASONS["bdw-llc-other-machine"]),
     (BDW, "dram-latency-ilx"): (1.18, 1.45, REASONS["bdw-dram-other-machine"]),
-    (BDW, "rep-movsb-l1"): (0.7, 0.86, REASONS["rep-startup"]),
     (BDW, "likwid-copy-bw"): (1.38, 1.7, REASONS["l2-prefetch-per-stream"]),
     (BDW, "likwid-update-bw"): (1.57, 1.93, REASONS["l2-prefetch-per-stream"]),
     (BDW, "likwid-triad-bw"): (1.22, 1.51, REASONS["l2-prefetch-per-stream"]),
