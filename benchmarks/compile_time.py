@@ -1,6 +1,6 @@
 """Cold compile time of the core, per compiled entry point, and the time to load it cached.
 
-    python benchmarks/compile_time.py [--json] [--budget SECONDS] [--functions K]
+    python benchmarks/compile_time.py [--json] [--budget SECONDS] [--functions K] [--record]
 
 In a child process with a fresh, empty NUMBA_CACHE_DIR, a workload that uses every op
 kind, a fault, poison, a crash image and the statistics is run twice: the first time
@@ -13,16 +13,24 @@ cold compile exceeds --budget.
 compiles left out: numba compiles a callee while it types its caller), marked `inlined`
 for the helpers LLVM inlines into their callers: each of those is still typed, optimised
 and compiled to machine code on its own once, besides its copies in its callers.
+
+`--record` writes the cold compile's seconds, the host (/proc/cpuinfo's model name, the
+core count, LLVM's name for the CPU), the date and numba's version to emu/cold_compile.json:
+the one source of the figure, which the first-run notice reads and README.md and
+docs/performance.md quote (tests/test_cold_compile.py holds them to it).
 """
 import argparse
+import datetime
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = os.path.join(ROOT, "emu", "cold_compile.json")
 
 CHILD = r"""
 import json, sys, time
@@ -102,12 +110,38 @@ def child(cache_dir):
     return out
 
 
+def host():
+    """This machine as the record names it: the CPU's model name and core count."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            models = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+    except OSError:   # not Linux
+        models = []
+    from llvmlite import binding
+    model = models[0] if models else platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} cores, LLVM CPU {binding.get_host_cpu_name()}"
+
+
+def record(seconds, path=RECORD):
+    """Write the cold compile's figure with where and when it was measured."""
+    import numba
+    rec = {"seconds": round(seconds, 1), "host": host(),
+           "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+           "numba": numba.__version__,
+           "measured_by": "python benchmarks/compile_time.py --record"}
+    with open(path, "w") as f:
+        f.write(json.dumps(rec, indent=1) + "\n")
+    return rec
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
     ap.add_argument("--functions", type=int, default=0, metavar="K",
                     help="list the K functions with the longest own compile")
+    ap.add_argument("--record", action="store_true",
+                    help=f"write the figure to {os.path.relpath(RECORD, ROOT)}")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="emu-numba-cache-") as cache:
         cold = child(cache)
@@ -134,6 +168,11 @@ def main(argv=None):
             top = sorted(fs.items(), key=lambda kv: -kv[1][0])[:args.functions]
             for name, (s, inlined) in top:
                 print(f"  {s:7.2f} s  {name}{'  inlined' if inlined else ''}")
+    if args.record:
+        rec = record(res["cold_compile_s"])
+        print(f"recorded {rec['seconds']} s ({rec['host']}, {rec['date']}) in "
+              f"{os.path.relpath(RECORD, ROOT)}: the figures README.md and docs/performance.md "
+              f"quote must follow (tests/test_cold_compile.py)", file=sys.stderr)
     return 1 if res["cold_compile_s"] > args.budget else 0
 
 

@@ -253,8 +253,9 @@ def plain_run(S, pt, frames, ops, data, i, n):
         # a copy's words after a store: a load of the line used before it, then a store to
         # its line, while L1 holds both. Each pair's two hits swap the lines used last twice
         # (the general path's order), which leaves them as they are. (The load's steps are
-        # written out here and in the loop above: one inlined helper for both cost 10 more
-        # instructions an L1-hit load and 14 an op of a copy, docs/performance.md round 18.)
+        # written out here and in the loop above: one inlined helper for both executed more
+        # instructions per op on every trace, benchmarks/instructions.py's count; see the ideas
+        # not kept in docs/performance.md.)
         elif op == Op.STORE and i + 1 < n and ml1 >= 0 and S[ix(tags + mb0)] == ml0 and \
                 S[ix(tags + mb1)] == ml1 and not (S[ix(flg + mb0)] | S[ix(flg + mb1)]) & bad:
             while i + 1 < n:

@@ -37,7 +37,7 @@ from memmodel.policies import packed, permutable
 from memmodel.prefetch import stream
 
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
-UNIT_WORDS = 16   # an op or cache line simulated costs tens of words copied (50 ns, 1-2 ns)
+UNIT_WORDS = 16   # an op or cache line simulated costs about as much as tens of words copied
 KEPT = 10         # snapshots a large body keeps: the fill buffers turn (10 on skylake-ddr4)
 COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
 COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,

@@ -5,6 +5,8 @@ compiled core sees it, grows the lazily allocated memory pools when the core ask
 turns the core's status codes into Python exceptions naming op index, site and address.
 """
 import hashlib
+import json
+import os
 import sys
 import time
 from functools import partial
@@ -46,9 +48,31 @@ from memmodel.profile import check_regions, load_profile
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
 
-#: Seconds the last measured cold compile of the core took on this project's 2-core
-#: machines; the first-run notice quotes it. Update it when the compile time changes.
-COLD_COMPILE_SECONDS = 60
+#: The cold compile's one figure, with the host and date it was measured on: written by
+#: `python benchmarks/compile_time.py --record`, quoted by README.md and docs/performance.md.
+COLD_COMPILE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cold_compile.json")
+
+
+def _cold_compile_seconds(path=COLD_COMPILE_FILE):
+    """The recorded cold compile in whole seconds, as the first-run notice prints it; a
+    ValueError naming the file if it is missing or holds no such figure."""
+    try:
+        with open(path) as f:
+            s = json.load(f)["seconds"]
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < 1e6:
+            raise ValueError(f"seconds is {s!r}, not a positive number of seconds")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: no cold-compile figure ({e}); "
+                         "python benchmarks/compile_time.py --record writes it") from None
+    return round(s)
+
+
+try:
+    COLD_COMPILE_SECONDS = _cold_compile_seconds()
+    _COLD_COMPILE_ABOUT = f"about {COLD_COMPILE_SECONDS} s"
+except ValueError as e:   # the notice says so; the emulator (and --record itself) still runs
+    COLD_COMPILE_SECONDS = None
+    _COLD_COMPILE_ABOUT = f"its time not known: {e}"
 
 _compile_checked = False   # the notice is considered once per process
 
@@ -84,7 +108,7 @@ def _announce_compile(m):
         return
     _compile_checked = True
     if not _core_cached(m.S, m.pt, m.frames):
-        print(f"compiling the emulator core (first run only, about {COLD_COMPILE_SECONDS} s) ...",
+        print(f"compiling the emulator core (first run only, {_COLD_COMPILE_ABOUT}) ...",
               file=sys.stderr, flush=True)
 
 

@@ -5,7 +5,7 @@ uop or load sequence number, a use stamp) is declared here with its clock, from 
 tables of the modules that own them. The model is invariant under a shift of any clock: a
 machine whose clocks are all moved by constants behaves exactly as the original, its
 clocks moved by the same constants (tests/test_timeshift.py). Fast-forwarding repeated
-work (docs/performance.md, round 8) rests on that: once a repetition leaves the state as
+work (emu/fastforward.py) rests on that: once a repetition leaves the state as
 the one before, moved along its clocks, the remaining ones are a shift.
 
 Clocks: "cycles"; "fp" (cycles x media.FP: the media channels' and the interconnect's busy

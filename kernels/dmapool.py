@@ -200,7 +200,8 @@ class _Rows:
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
         Each part's rows go straight to their places in a compiled pass (numpy's row
-        scatter through blocks of rows took 55 ns a row); Machine.run validates them."""
+        scatter through blocks of rows was several times slower); Machine.run validates
+        them."""
         keys = np.concatenate(self.keys)
         place = np.empty(len(keys), dtype=np.int64)
         place[np.argsort(keys, kind="stable")] = np.arange(len(keys))

@@ -174,8 +174,8 @@ def _prefetch_ways(S, a, ways):
     """Host-cache hints for S[a:a + ways]. The sections start a host line (8 ways) and the
     profiles' levels hold sets of 8 or 16 ways from block 0, so a set lies in the host
     lines of its first and its last way: two hints and no loop (a set's prefetch runs for
-    most ops; a loop over the arrays cost about 28 instructions more a level:
-    benchmarks/instructions.py, lineseq, 1479 against 1422 a load)."""
+    most ops; a loop over the arrays cost more instructions a level, counted with
+    benchmarks/instructions.py on lineseq)."""
     if ways <= 16:
         host_prefetch(S, a)
         host_prefetch(S, a + ways - 1)

@@ -4,8 +4,9 @@ import types
 
 import pytest
 
-from emu.studies import cli
+from emu.studies import scenarios
 from emu.studies.cli import main
+from emu.studies.options import Option
 from memmodel.profile import load_profile
 
 SMALL = ["dax-write-usercopy", "--ios", "20"]
@@ -90,12 +91,47 @@ def _fake_scenario():
         return {"variants": {"a": {"t": {"rob": core["rob_entries"] * args.k,
                                          "freq": core["freq_ghz"]}}}}
     return types.SimpleNamespace(
-        NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4", __doc__="fake\n", run=run,
-        configure=lambda p: p.add_argument("--k", type=int, default=1))
+        NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4", VARIANTS=("a",),
+        __doc__="fake\n", run=run,
+        OPTIONS=(Option("k", int, 1, "k"),))
+
+
+def test_set_overrides_every_profile_as_run_set_does(capsys):
+    sets = [("media.optane.read_latency_ns", 900.0)]
+    res = run_json(capsys, "compare", *SMALL, "--profiles", "cascadelake-optane",
+                   "--set", "media.optane.read_latency_ns=900.0")
+    assert res["overrides"] == {"cascadelake-optane": dict(sets)}
+    assert ({v: row["cascadelake-optane"] for v, row in res["variants"].items()}
+            == iops_of_run(capsys, "cascadelake-optane", *sets))
+
+
+def test_set_comes_before_media_swaps_and_a_key_of_both_is_refused(capsys, monkeypatch):
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": _fake_scenario()})
+    # the swap takes the DRAM timings as --set leaves them
+    res = run_json(capsys, "compare", "fake", "--profiles", "cascadelake-optane",
+                   "--set", "media.dram.read_latency_ns=50", "--media", "pmem0=dram")
+    want = {"media.dram.read_latency_ns": 50, **dict(dram_timings_on_optane())}
+    want["media.optane.read_latency_ns"] = 50
+    assert res["overrides"]["cascadelake-optane"] == want
+    code, out, err = run_cli(capsys, "compare", "fake", "--profiles", "cascadelake-optane",
+                             "--set", "media.optane.read_latency_ns=50", "--media", "pmem0=dram")
+    assert (code, out) == (2, "")
+    assert err == ("emu: error: --set media.optane.read_latency_ns: also set by --media "
+                   "pmem0=dram\n")
+
+
+def test_set_reaches_the_scenario_on_each_profile(capsys, monkeypatch):
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": _fake_scenario()})
+    res = run_json(capsys, "compare", "fake", "--k", "2", "--set", "core.rob_entries=100",
+                   "--profiles", "skylake-ddr4,broadwell-ddr4")
+    assert res["variants"]["a / rob"] == {"skylake-ddr4": 200, "broadwell-ddr4": 200}
+    code, out, err = run_cli(capsys, "compare", "fake", "--set", "core.rob_entries=-1",
+                             "--profiles", "skylake-ddr4")
+    assert (code, out) == (2, "") and "core.rob_entries" in err, err
 
 
 def test_rows_are_flattened(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": _fake_scenario()})
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": _fake_scenario()})
     res = run_json(capsys, "compare", "fake", "--k", "3", "--profiles", "skylake-ddr4,broadwell-ddr4")
     core = {p: load_profile(p).values["core"] for p in ("skylake-ddr4", "broadwell-ddr4")}
     assert res["variants"] == {"a / rob": {p: c["rob_entries"] * 3 for p, c in core.items()},

@@ -1,6 +1,5 @@
 """The fio-like driver: the shares of N jobs as profile overrides, declared costs per I/O,
 IOPS aggregated over the jobs (all by hand from the profile)."""
-import argparse
 import errno
 import subprocess
 import sys
@@ -9,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from emu import Machine
-from emu.studies.fio import FioError, add_job_options, declared_cycles, job_overrides, run_jobs
+from emu.studies.fio import FioError, declared_cycles, job_options, job_overrides, run_jobs
+from emu.studies.options import OptionError
 from memmodel.profile import load_profile
 
 CLX = "cascadelake-optane"
@@ -89,30 +89,30 @@ def test_a_failed_io_stops_the_run_with_its_errno():
         run_jobs(m, lambda p, k: -errno.ENOSPC, 5)
 
 
-def job_parser(rw):
-    p = argparse.ArgumentParser()
-    add_job_options(p, rw, bs=4096, jobs=3, ios=7, file_size=1 << 20, why="assumed",
-                    jobs_help=" over the sockets", file_size_note="; a note")
-    return p
+def job_options_of(rw):
+    return {o.name: o for o in job_options(rw, bs=4096, jobs=3, ios=7, file_size=1 << 20,
+                                           why="assumed", jobs_help=" over the sockets",
+                                           file_size_note="; a note")}
 
 
 @pytest.mark.parametrize("rw, done", [("read", "read"), ("write", "written")])
 def test_job_options_take_the_scenario_defaults_and_words(rw, done):
-    p = job_parser(rw)
-    a = p.parse_args([])
-    assert (a.bs, a.jobs, a.ios, a.file_size) == (4096, 3, 7, 1 << 20)
-    assert p.parse_args(["--bs", "0x1000", "--jobs", "48"]).jobs == 48
-    text = " ".join(p.format_help().split())
-    assert f"bytes per {rw} (default: 4096, assumed)" in text
-    assert "identical fio jobs over the sockets (default: 3, assumed)" in text
-    assert f"measured {rw}s per variant" in text
-    assert f"bytes of the file, {done} sequentially and wrapped (default: 1048576; a note)" in text
+    o = job_options_of(rw)
+    assert {k: v.default for k, v in o.items()} == {"bs": 4096, "jobs": 3, "ios": 7,
+                                                    "file_size": 1 << 20}
+    assert (o["bs"].parse("0x1000"), o["jobs"].parse("48")) == (4096, 48)
+    assert [v.flag for v in o.values()] == ["--bs", "--jobs", "--ios", "--file-size"]
+    text = {k: v.help % {"default": v.default} for k, v in o.items()}   # as argparse shows it
+    assert text["bs"].startswith(f"bytes per {rw} (default: 4096, assumed)")
+    assert text["jobs"].startswith("identical fio jobs over the sockets (default: 3, assumed)")
+    assert text["ios"].startswith(f"measured {rw}s per variant")
+    assert text["file_size"].startswith(f"bytes of the file, {done} sequentially and wrapped "
+                                        f"(default: 1048576; a note)")
 
 
-def test_job_options_refuse_zero_jobs(capsys):
-    with pytest.raises(SystemExit):
-        job_parser("read").parse_args(["--jobs", "0"])
-    assert "at least 1" in capsys.readouterr().err
+def test_job_options_refuse_zero_jobs():
+    with pytest.raises(OptionError, match="at least 1"):
+        job_options_of("read")["jobs"].parse("0")
 
 
 def test_the_fio_driver_imports_first():

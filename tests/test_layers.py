@@ -52,3 +52,18 @@ def test_memmodel_imports_no_other_package_and_names_none_of_emus_sections():
             if isinstance(node, ast.Constant) and node.value in emu_sections:
                 offenders.append(f"{rel}:{node.lineno}: names emu's section {node.value!r}")
     assert offenders == []
+
+
+def test_only_the_command_line_knows_argparse_and_nothing_imports_it_back():
+    """The scenarios, the fio driver, the sweep and the Python API take declared options
+    (emu.studies.options), not argparse; no module reads argparse's private attributes, and
+    nothing imports the CLI."""
+    studies = ROOT / "emu" / "studies"
+    declared_only = [*(studies / "scenarios").glob("*.py"), *(studies / "sweep").glob("*.py"),
+                     studies / "api.py", studies / "fio.py"]
+    for path in studies.rglob("*.py"):
+        text, mods = path.read_text(), imported_modules(path)
+        where = path.relative_to(ROOT)
+        assert "._actions" not in text and "_option_string_actions" not in text, where
+        assert "emu.studies.cli" not in mods or path.name == "cli.py", where
+        assert "argparse" not in mods or path not in declared_only, where

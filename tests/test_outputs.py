@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from emu.studies import cachegrind, cli, outfiles, profile_cmd, sweep
+from emu.studies import cachegrind, outfiles, profile_cmd, scenarios, sweep
 from emu.studies.cli import main
 from emu.studies.options import CliError
 
@@ -77,8 +77,8 @@ def ran(monkeypatch):
         return {"variants": {"a": {"t": 1.0}}}
     fake = types.SimpleNamespace(NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4",
                                  VARIANTS=("a",), SENSITIVE=(), __doc__="fake\n", run=run,
-                                 configure=lambda p: None, table=lambda r: "")
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": fake})
+                                 OPTIONS=(), table=lambda r: "")
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": fake})
     monkeypatch.setattr(profile_cmd.trace_cmd, "cmd_trace", run)
     return runs
 
@@ -214,8 +214,8 @@ def test_ctrl_c_is_one_line_and_the_sigint_status(capsys, monkeypatch):
         raise KeyboardInterrupt
     fake = types.SimpleNamespace(NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4",
                                  VARIANTS=("a",), SENSITIVE=(), __doc__="fake\n", run=interrupted,
-                                 configure=lambda p: None, table=lambda r: "")
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": fake})
+                                 OPTIONS=(), table=lambda r: "")
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": fake})
     assert main(["run", "fake"]) == 130
     out, err = capsys.readouterr()
     assert (out, err) == ("", "emu: error: interrupted\n")

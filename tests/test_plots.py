@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from emu.studies import cli, plots
+from emu.studies import plots, scenarios
 from emu.studies.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -121,13 +121,14 @@ def fake_scenario(calls):
         k = 2.0 if args.profile == "broadwell-ddr4" else 1.0
         return {"variants": {"x": {"t": 10.0 * k}, "y": {"t": 20.0 * k}, "z": {"t": 30.0 * k}}}
     return types.SimpleNamespace(NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4",
-                                 __doc__="fake\n", run=run, configure=lambda p: None)
+                                 VARIANTS=("x", "y", "z"), __doc__="fake\n", run=run,
+                                 OPTIONS=())
 
 
 @pytest.fixture
 def calls(monkeypatch):
     runs = []
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": fake_scenario(runs)})
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": fake_scenario(runs)})
     return runs
 
 

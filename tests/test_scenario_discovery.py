@@ -11,14 +11,11 @@ NAME = "{name}"
 DEFAULT_PROFILE = "skylake-ddr4"
 METRIC = "seconds"
 SENSITIVE = ()
+OPTIONS = ()
 
 
-def configure(parser):
-    pass
-
-
-def run(args):
-    return {{"scenario": NAME, "profile": args.profile, "variants": {{}}}}
+def run(options):
+    return {{"scenario": NAME, "profile": options.profile, "variants": {{}}}}
 
 
 def table(result):
@@ -62,5 +59,5 @@ def test_a_name_defined_twice_is_an_error(extra_dir):
 def test_a_scenario_missing_part_of_the_contract_is_an_error(extra_dir):
     (extra_dir / "half.py").write_text('NAME = "half"\nMETRIC = "iops"\n')
     with pytest.raises(ImportError, match="half defines NAME but not DEFAULT_PROFILE, "
-                                          "SENSITIVE, configure, run, table"):
+                                          "SENSITIVE, OPTIONS, run, table"):
         discover(scenarios.__name__, scenarios.__path__)

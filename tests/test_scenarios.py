@@ -160,9 +160,9 @@ def test_function_tables_have_no_unexplained_none_row(capsys, argv, key, loop):
 def test_readings_run_each_setting_and_bracket_the_metric():
     # a study's READINGS run beside the profile's own settings; a str value takes another
     # profile key's value (skylake-ddr4: lfence_cycles 4, stac_cycles 3)
-    import argparse
     import types
 
+    from emu.studies.options import Options
     from emu.studies.scenarios import readings
 
     def run(args):
@@ -172,8 +172,8 @@ def test_readings_run_each_setting_and_bracket_the_metric():
     mod = types.SimpleNamespace(METRIC="m", run=run, READINGS={
         "as lfence": ("as LFENCE's cost", {"instr.stac_cycles": "instr.lfence_cycles"}),
         "serializing": ("as LFENCE", {"instr.stac_clac_serialize": 1})})
-    args = argparse.Namespace(profile="skylake-ddr4", overrides=[])
-    out = readings(mod, args, run(args))
+    options = Options("skylake-ddr4", {}, {})
+    out = readings(mod, options, run(options))
     assert out["readings"]["as lfence"]["overrides"] == {"instr.stac_cycles": 4}
     assert out["readings"]["as lfence"]["m"] == {"a": 40, "b": 7}
     assert out["bracket"] == {"a": [30, 40], "b": [6, 7]}

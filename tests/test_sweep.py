@@ -10,9 +10,9 @@ import types
 
 import pytest
 
-from emu.studies import cli, sweep
+from emu.studies import scenarios, sweep
 from emu.studies.cli import main
-from emu.studies.scenarios.common import int_in
+from emu.studies.options import Option
 from memmodel.profile import load_profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,10 +20,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ---------------------------------------------------------------------------- a fake, fast scenario
 def _fake_scenario(calls):
-    def configure(p):
-        p.add_argument("--k", type=int_in(1, 100), default=1)
-        p.add_argument("--mode", choices=("x", "y"), default="x")
-
     def run(args):
         calls.append(args.k)
         if args.k == 13:
@@ -37,13 +33,15 @@ def _fake_scenario(calls):
                              "b": {"t": float(args.k) / core["freq_ghz"], "f": 0.5}}}
     return types.SimpleNamespace(
         NAME="fake", METRIC="t", DEFAULT_PROFILE="skylake-ddr4", VARIANTS=("a", "b"),
-        SENSITIVE=(), __doc__="fake\n", run=run, configure=configure, table=lambda r: "")
+        SENSITIVE=(), __doc__="fake\n", run=run, table=lambda r: "",
+        OPTIONS=(Option("k", int, 1, "k", low=1, high=100),
+                 Option("mode", str, "x", "mode", choices=("x", "y"))))
 
 
 @pytest.fixture
 def calls(monkeypatch):
     runs = []
-    monkeypatch.setattr(cli, "registry", lambda: {"fake": _fake_scenario(runs)})
+    monkeypatch.setattr(scenarios, "registry", lambda: {"fake": _fake_scenario(runs)})
     return runs
 
 

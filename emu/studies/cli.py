@@ -16,28 +16,28 @@ import sys
 from typing import Callable, NamedTuple
 
 from emu.results import EmuFault
-from emu.studies import plots, profile_cmd, spectre, sweep, trace_cmd, validate
+from emu.studies import api, plots, profile_cmd, scenarios, spectre, sweep, trace_cmd, validate
 from emu.studies.fio import FioError
 from emu.studies.options import (
     CliError,
     Interrupted,
+    OptionError,
+    add_options,
     machine_options,
+    parsed_options,
     plot_figure,
     quiet_option,
     scenario_parsers,
+    set_option,
     table,
 )
 from emu.studies.progress import progress, wanted
 from emu.studies.scenarios import (
-    assumed_keys,
-    assumed_or_transferred,
     assumed_or_transferred_table,
     metric_values,
-    readings,
     readings_table,
-    registry,
-    sensitivity,
     sensitivity_table,
+    with_overrides,
 )
 from isa.program import ProgramError
 from memmodel.media import KIND_IDS
@@ -123,51 +123,24 @@ def _cmd_profiles(args):
 
 # ---------------------------------------------------------------------------- run
 def _configure_run(parser):
-    for mod, p in scenario_parsers(parser, registry()):
+    for mod, p in scenario_parsers(parser, scenarios.registry()):
         machine_options(p, mod.DEFAULT_PROFILE)
         quiet_option(p)
         p.add_argument("--sensitivity", action="append", default=[], metavar="KEY",
                        help="also run with this profile value halved and doubled (repeatable); "
                             "'assumptions' = every value the study depends on that the profile "
                             "gives without a source or transferred from another machine")
-        if getattr(mod, "READINGS", None):
-            p.add_argument("--no-readings", action="store_true",
-                           help="skip the runs under the other readings of the values no "
-                                "source settles (" + ", ".join(mod.READINGS) + ")")
-        mod.configure(p)
+        add_options(p, api.run_options(mod))
 
 
 def _cmd_run(args):
-    mod = registry()[args.scenario]
-    keys = []
-    for k in args.sensitivity:
-        keys += assumed_keys(mod, args.profile) if k == "assumptions" else [k]
-    if keys:
-        prof = load_profile(args.profile)
-        for k in keys:
-            try:
-                value = prof.get(k)
-            except (KeyError, TypeError):
-                raise CliError(f"--sensitivity {k}: profile {prof.name!r} has no such key") from None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise CliError(f"--sensitivity {k}: {value!r} is not a number")
-        result, sens = sensitivity(mod, args, keys)
-        result["sensitivity"] = sens
-    else:
-        result = mod.run(args)
-    extra = ""
-    if getattr(mod, "READINGS", None) and not args.no_readings:
-        result.update(readings(mod, args, result))
-        extra = readings_table(mod, result)
-    prof = load_profile(args.profile, dict(args.overrides) or None)
-    result["overrides"] = dict(args.overrides)
-    result["profile_files"] = list(prof.files)       # the resolved configuration
-    result["profile_sources"] = dict(prof.sources)   # beside every result (docs/style.md 6)
-    result["assumed_or_transferred"] = assumed_or_transferred(mod, prof)
+    mod = scenarios.registry()[args.scenario]
+    result = api.run_study(mod, parsed_options(args, api.run_options(mod)), args.sensitivity)
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     return (mod.table(result) + assumed_or_transferred_table(result["assumed_or_transferred"])
-            + (sensitivity_table(mod, result["sensitivity"]) if keys else "") + extra)
+            + (sensitivity_table(mod, result["sensitivity"]) if "sensitivity" in result else "")
+            + (readings_table(mod, result) if "readings" in result else ""))
 
 
 # ---------------------------------------------------------------------------- compare
@@ -213,15 +186,16 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _media_overrides(profile, swaps):
-    """The --set overrides that put each swap's region on the new timings in `profile`: every
-    number of the target media table that the region's own media table also has. Overriding
+def _media_overrides(profile, swaps, overrides):
+    """The overrides that put each swap's region on the new timings in `profile` under the
+    --set `overrides`: every number of the target media table that the region's own media
+    table also has, after `overrides`; a key of both is an error. Overriding
     the media table, not the region's `media`, keeps the region's kind, so a pmem namespace
     stays one for the scenario (its kind's own keys, Optane's XPBuffer, stay as profiled), and
     moves every region on that media with it."""
-    values = load_profile(profile).values
+    values = load_profile(profile, overrides or None).values
     regions = {r["name"]: r for r in values["region"]}
-    out, swapped = {}, {}
+    out, swapped = dict(overrides), {}
     for s in swaps:
         if s.region not in regions:
             raise CliError(f"--media {s.text}: profile {profile!r} has no region {s.region!r} "
@@ -244,12 +218,15 @@ def _media_overrides(profile, swaps):
                 raise CliError(f"--media {s.text}: media.{own} of {profile!r} has no key "
                                f"{unknown[0]!r}")
             table = s.table
-        out.update({f"media.{own}.{k}": v for k, v in table.items()})
+        for k, v in table.items():
+            if f"media.{own}.{k}" in overrides:
+                raise CliError(f"--set media.{own}.{k}: also set by --media {s.text}")
+            out[f"media.{own}.{k}"] = v
     return out
 
 
 def _configure_compare(parser):
-    for mod, p in scenario_parsers(parser, registry()):
+    for mod, p in scenario_parsers(parser, scenarios.registry()):
         p.add_argument("--profiles", required=True, metavar="P,P,...",
                        type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
                        help="profiles to run on (names or files), comma-separated; ratios are "
@@ -259,12 +236,13 @@ def _configure_compare(parser):
                        help="run REGION's media on the timings of the profile's media of this "
                             "kind (e.g. pmem0=dram), or of the one [media.NAME] table of a TOML "
                             "file (repeatable)")
+        set_option(p)
         p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
         p.add_argument("--plot", metavar="DIR",
                        help="also write DIR/compare-SCENARIO.png and .svg: the metric per "
                             "variant, one bar per profile (needs matplotlib)")
         quiet_option(p)
-        mod.configure(p)
+        add_options(p, mod.OPTIONS)
 
 
 def _compare_plot(result, directory):
@@ -281,7 +259,7 @@ def _compare_plot_name(scenario):
 
 
 def _cmd_compare(args):
-    mod = registry()[args.scenario]
+    mod = scenarios.registry()[args.scenario]
     if not args.profiles:
         raise CliError("--profiles: name at least one profile")
     args.media = [_read_media(s) for s in args.media]
@@ -291,12 +269,12 @@ def _cmd_compare(args):
     if args.plot is not None:   # '' is an error, not "no plot"
         plot_figure(args.plot, [_compare_plot_name(mod.NAME)])
     # every profile and swap is checked before the first (slow) run
-    overrides = {p: _media_overrides(p, args.media) for p in args.profiles}
+    overrides = {p: _media_overrides(p, args.media, dict(args.overrides))
+                 for p in args.profiles}
     values = {}
     for p in progress(args.profiles, f"{mod.NAME} profiles", wanted(args)):
-        a = argparse.Namespace(**vars(args))
-        a.profile, a.overrides = p, list(overrides[p].items())
-        values[p] = metric_values(mod, mod.run(a), sep=" / ")
+        opts = parsed_options(args, mod.OPTIONS, profile=p)
+        values[p] = metric_values(mod, mod.run(with_overrides(opts, overrides[p])), sep=" / ")
     labels = list(dict.fromkeys(k for v in values.values() for k in v))
     first = values[args.profiles[0]]
     variants = {k: {p: values[p].get(k) for p in args.profiles} for k in labels}
@@ -435,7 +413,8 @@ def main(argv=None):
     args.argv = list(sys.argv[1:] if argv is None else argv)   # for files that record it
     try:
         text = COMMANDS[args.command].run(args)
-    except (CliError, ProfileError, ProgramError, EmuFault, FioError, OSError) as e:
+    except (CliError, OptionError, ProfileError, ProgramError, EmuFault, FioError,
+            OSError) as e:
         print(f"emu: error: {e}", file=sys.stderr)
         return getattr(e, "status", 2)
     except KeyboardInterrupt:   # outputs are written whole or not at all: nothing is torn

@@ -20,7 +20,7 @@ own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_r
 then calls the per-I/O function `io(program, k)`, which emits the rest of the I/O k and
 returns the bytes transferred or a negative errno (a FioError then). A read path plugs in
 as another `io` with rw="read". A scenario's --bs, --jobs, --ios and --file-size options come
-from `add_job_options`, with the scenario's defaults, and have bounds that keep a run's
+from `job_options`, with the scenario's defaults, and have bounds that keep a run's
 memory and time bounded: a block is at most the scenarios' 1 GiB user region; a variant's
 I/Os are one program in memory (~4 KB an I/O, so at most MAX_IOS) and move at most
 MAX_BYTES (--ios x --bs, `check_job_options`); jobs beyond MAX_JOBS, or so many that one
@@ -29,7 +29,8 @@ job's share of a value falls below the profile's range for it, are refused.
 import errno
 from dataclasses import dataclass
 
-from emu.studies.scenarios.common import USER_BYTES, int_in
+from emu.studies.options import Option
+from emu.studies.scenarios.common import USER_BYTES
 from isa.program import Program
 from memmodel.profile import MAPPED_BYTES, ProfileError, load_profile
 
@@ -47,23 +48,23 @@ class FioError(Exception):
     """A fio job that cannot run: bad options, or an I/O the kernel failed."""
 
 
-def add_job_options(parser, rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=""):
-    """--bs, --jobs, --ios and --file-size of a scenario's fio job doing `rw`s, with its
-    defaults. `why` says where the defaults of --bs and --jobs come from ("as published",
+def job_options(rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=""):
+    """The options bs, jobs, ios and file_size of a scenario's fio job doing `rw`s, with its
+    defaults. `why` says where the defaults of bs and jobs come from ("as published",
     "assumed"), `jobs_help` what the jobs are to the scenario, `file_size_note` is added to
-    --file-size's help."""
-    parser.add_argument("--bs", type=int_in(1, USER_BYTES), default=bs,
-                        help=f"bytes per {rw} (default: %(default)s, {why}); at most {USER_BYTES}")
-    parser.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=jobs,
-                        help=f"identical fio jobs{jobs_help} (default: %(default)s, {why}); at "
-                             f"most {MAX_JOBS}")
-    parser.add_argument("--ios", type=int_in(1, MAX_IOS), default=ios,
-                        help=f"measured {rw}s per variant, after a tenth as many unmeasured "
-                             f"(default: %(default)s); at most {MAX_IOS}, and {MAX_BYTES} bytes "
-                             f"with --bs")
-    parser.add_argument("--file-size", type=int_in(1, MAPPED_BYTES), default=file_size,
-                        help=f"bytes of the file, {_DONE[rw]} sequentially and wrapped "
-                             f"(default: %(default)s{file_size_note}); at most the pmem device")
+    file_size's help."""
+    return (
+        Option("bs", int, bs, f"bytes per {rw} (default: %(default)s, {why}); at most "
+                              f"{USER_BYTES}", low=1, high=USER_BYTES),
+        Option("jobs", int, jobs, f"identical fio jobs{jobs_help} (default: %(default)s, {why}); "
+                                  f"at most {MAX_JOBS}", low=1, high=MAX_JOBS),
+        Option("ios", int, ios, f"measured {rw}s per variant, after a tenth as many unmeasured "
+                                f"(default: %(default)s); at most {MAX_IOS}, and {MAX_BYTES} "
+                                f"bytes with --bs", low=1, high=MAX_IOS),
+        Option("file_size", int, file_size, f"bytes of the file, {_DONE[rw]} sequentially and "
+                                            f"wrapped (default: %(default)s{file_size_note}); "
+                                            f"at most the pmem device", low=1, high=MAPPED_BYTES),
+    )
 
 
 def check_job_options(bs, ios, file_size):

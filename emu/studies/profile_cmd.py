@@ -9,17 +9,18 @@ import json
 
 from emu import profiler
 from emu.state import STALL_CAUSES
-from emu.studies import cachegrind, trace_cmd
+from emu.studies import cachegrind, scenarios, trace_cmd
 from emu.studies.outfiles import check_output_path
 from emu.studies.options import (
     CliError,
+    add_options,
     machine_options,
+    parsed_options,
     plot_figure,
     quiet_option,
     scenario_parsers,
     table,
 )
-from emu.studies.scenarios import registry
 
 # the columns of the per-function and per-line tables: (heading, counter)
 EVENTS = (("loads", "loads"), ("stores", "stores"), ("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
@@ -115,14 +116,14 @@ def configure(parser):
                         help="profile a trace replay (emu trace's options) instead of a scenario")
     trace_cmd.trace_options(parser)
     _output_options(parser)
-    for mod, p in scenario_parsers(parser, registry(), required=False):
+    for mod, p in scenario_parsers(parser, scenarios.registry(), required=False):
         machine_options(p, mod.DEFAULT_PROFILE)
         quiet_option(p)
         p.add_argument("--variant", choices=list(mod.VARIANTS), metavar="V",
                        help=f"print this variant's profile only (variants: "
                             f"{', '.join(mod.VARIANTS)})")
         _output_options(p)
-        mod.configure(p)
+        add_options(p, mod.OPTIONS)
     parser.epilog = None
 
 
@@ -143,12 +144,12 @@ def cmd(args):
         with profiler.capture() as c:
             trace_cmd.cmd_trace(args)
         return report(f"trace {args.file} on {args.profile}", c.profiles(), args)
-    mod = registry()[args.scenario]
+    mod = scenarios.registry()[args.scenario]
     if args.cachegrind and not args.variant and len(mod.VARIANTS) > 1:
         raise CliError(f"--cachegrind writes one profile: choose one of {mod.NAME}'s variants "
                        f"with --variant ({', '.join(mod.VARIANTS)})")
     with profiler.capture() as c:
-        mod.run(args)
+        mod.run(parsed_options(args, mod.OPTIONS))
     profiles = c.profiles()
     if args.variant:
         profiles = {args.variant: profiles[args.variant]}

@@ -1,9 +1,11 @@
 """Named studies (docs/scenarios.md): `emu run NAME`. Each module defines NAME,
 DEFAULT_PROFILE, METRIC (its main metric), SENSITIVE (profile keys its result depends on),
-`configure(parser)` for its options, `run(args) -> result dict` in the interface format
-{"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC: value}}, ...} and
-`table(result) -> str`; its docstring is what `emu run NAME --help` prints. Optional:
-READINGS, the other settings of values no source settles, run beside (`readings()`).
+OPTIONS, its options declared once (emu.studies.options.Option: the command line, the sweep
+and the Python API emu.studies.run are made from them), `run(options) -> result dict` taking
+an emu.studies.options.Options (the profile, its overrides, the option values as attributes)
+in the interface format {"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC:
+value}}, ...} and `table(result) -> str`; its docstring is what `emu run NAME --help` prints.
+Optional: READINGS, the other settings of values no source settles, run beside (`readings()`).
 
 Scenarios are found, not listed: every module of this package that defines NAME is one
 (common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
@@ -12,22 +14,23 @@ study is a new module here.
 docs/design.md: where a number has no source, the profile marks it as an assumption and the
 report shows how the result moves when that value is halved and doubled: `sensitivity()`.
 """
-import argparse
+import dataclasses
 import functools
 import importlib
 import pkgutil
 
-from emu.studies.progress import progress, wanted
+from emu.studies.options import Option
+from emu.studies.progress import progress
 from memmodel.profile import load_profile
 
-CONTRACT = ("DEFAULT_PROFILE", "METRIC", "SENSITIVE", "configure", "run", "table")
+CONTRACT = ("DEFAULT_PROFILE", "METRIC", "SENSITIVE", "OPTIONS", "run", "table")
 FACTORS = (0.5, 2.0)
 
 
 def discover(package, path):
     """{NAME: module} of the modules of `package` (found on `path`) that define NAME, sorted
-    by NAME. A scenario module missing part of the contract, or a NAME defined twice, is an
-    error naming the modules."""
+    by NAME. A scenario module missing part of the contract, with OPTIONS not a tuple of
+    Option of distinct names, or a NAME defined twice, is an error naming the modules."""
     found = {}
     for info in pkgutil.iter_modules(path):
         mod = importlib.import_module(f"{package}.{info.name}")
@@ -37,6 +40,10 @@ def discover(package, path):
         if missing:
             raise ImportError(f"scenario module {mod.__name__} defines NAME but not "
                               f"{', '.join(missing)}")
+        names = [o.name for o in mod.OPTIONS if isinstance(o, Option)]
+        if not isinstance(mod.OPTIONS, tuple) or len(set(names)) != len(mod.OPTIONS):
+            raise ImportError(f"scenario module {mod.__name__}: OPTIONS must be a tuple of "
+                              f"Option of distinct names")
         if mod.NAME in found:
             raise ImportError(f"scenario {mod.NAME!r} is defined by both "
                               f"{found[mod.NAME].__name__} and {mod.__name__}")
@@ -98,20 +105,23 @@ def metric_values(mod, result, sep=" "):
     return out
 
 
-def sensitivity(mod, args, keys):
-    """{KEY: {"x0.5": {LABEL: METRIC value}, "x1": ..., "x2": ...}} for each key (labels of
-    metric_values)."""
-    base = load_profile(args.profile)
-    plain = mod.run(args)
+def with_overrides(options, overrides):
+    """`options` (an Options) with `overrides` added to its own (the later one of a key wins)."""
+    return dataclasses.replace(options, overrides={**options.overrides, **overrides})
+
+
+def sensitivity(mod, options, keys):
+    """(the plain result, {KEY: {"x0.5": {LABEL: METRIC value}, "x1": ..., "x2": ...}}) for
+    each key (labels of metric_values), of `options` (an Options)."""
+    base = load_profile(options.profile)
+    plain = mod.run(options)
     out = {}
-    for key in progress(keys, f"{mod.NAME} sensitivity", wanted(args)):
+    for key in progress(keys, f"{mod.NAME} sensitivity", options.progress):
         value = base.get(key)
         row = {"x1": metric_values(mod, plain)}
         for f in FACTORS:
             scaled = type(value)(round(value * f)) if isinstance(value, int) else value * f
-            a = argparse.Namespace(**vars(args))
-            a.overrides = list(args.overrides) + [(key, scaled)]
-            res = mod.run(a)
+            res = mod.run(with_overrides(options, {key: scaled}))
             row[f"x{f:g}"] = metric_values(mod, res)
         out[key] = {"value": value, "source": base.sources.get(key, ""), **row}
     return plain, out
@@ -127,15 +137,16 @@ def sensitivity_table(mod, sens):
     return "\n".join(lines) + "\n"
 
 
-def readings(mod, args, plain):
+def readings(mod, options, plain):
     """A study's READINGS (optional: {name: (why, {profile key: value})}, the settings of
     values no source settles that its result may turn on; a str value names another
     profile key whose value it takes) run beside the profile's own: {"readings": {name:
     {"why", "overrides", METRIC values}}, "bracket": {label: [low, high]}} over the
     profile's value and every reading (docs/design.md: an assumption's plausible range).
     A study's optional `derived(values) -> {label: number}` adds quantities computed from
-    its metric (vhost-tx: the SMAP cost a packet) to each reading and to the bracket."""
-    base = load_profile(args.profile, dict(args.overrides) or None)
+    its metric (vhost-tx: the SMAP cost a packet) to each reading and to the bracket.
+    `options`: the Options the plain result was run with."""
+    base = load_profile(options.profile, dict(options.overrides) or None)
 
     def values_of(result):
         v = metric_values(mod, result)
@@ -144,9 +155,7 @@ def readings(mod, args, plain):
     lows, highs, out = dict(own), dict(own), {}
     for name, (why, settings) in mod.READINGS.items():
         over = {k: base.get(v) if isinstance(v, str) else v for k, v in settings.items()}
-        a = argparse.Namespace(**vars(args))
-        a.overrides = list(args.overrides) + list(over.items())
-        values = values_of(mod.run(a))
+        values = values_of(mod.run(with_overrides(options, over)))
         for k, x in values.items():
             lows[k], highs[k] = min(lows[k], x), max(highs[k], x)
         out[name] = {"why": why, "overrides": over, mod.METRIC: values}

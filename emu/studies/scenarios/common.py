@@ -1,7 +1,5 @@
-"""What several scenarios share: option parsing, the memory map of a process beside the
-kernel."""
-import argparse
-
+"""What several scenarios share: the memory map of a process beside the kernel, the table
+of cycles per function."""
 from memmodel.profile import ProfileError
 
 USER_BYTES = 1 << 30
@@ -21,18 +19,6 @@ def with_user_region(values):
     home["base"] += USER_BYTES
     home["size_bytes"] -= USER_BYTES
     return regions + [user]
-
-
-def int_in(lo, hi):
-    """An argparse type: an option's integer (decimal or 0x...) in [lo, hi]."""
-    def parse(text):
-        value = int(text, 0)
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be an integer of at least {lo} and at most "
-                                             f"{hi}, not {text}")
-        return value
-    parse.__name__ = "int"   # argparse says "invalid int value: 'x'" for a ValueError
-    return parse
 
 
 def functions_table(variants, key, width, fmt=".1f", labels=None):

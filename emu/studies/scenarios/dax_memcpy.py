@@ -6,13 +6,12 @@ core's NUMA node (`numa=local`) or the other one (`numa=remote`); the DRAM sourc
 Metric: `seconds` of emulated time for the run. Published figures are shown beside it; no
 profile value is chosen to meet them (docs/scenarios.md, "dax-memcpy").
 """
-import argparse
-
 import numpy as np
 
 from emu import profiler
 from emu.machine import Machine
-from emu.studies.progress import progress, wanted
+from emu.studies.options import Option
+from emu.studies.progress import progress
 from kernels.memcpy_study import BUFFER_BYTES, COPIES_PER_BUFFER, COPY_BYTES, study_program
 from memmodel.profile import ProfileError
 
@@ -33,20 +32,13 @@ SENSITIVE = ("media.nvdimm.write_accept_ns", "media.nvdimm.wc_hold_ns", "media.n
              "media.nvdimm.write_bw_gbps", "media.nvdimm.wpq_entries")
 
 
-def _scale(text):
-    value = float(text)
-    if not 0 < value <= 1:   # false for nan too
-        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], not {text}")
-    return value
-
-
-def configure(parser):
-    parser.add_argument("--scale", type=_scale, default=1.0,
-                        help="fraction of the 1M copies to run, in (0, 1] (whole 4 MiB passes, "
-                             "at least one)")
-    parser.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
-                        help="run every pass (the same result: passes the machine shows to "
-                             "repeat are otherwise applied at once, Machine.run(repeat=N))")
+OPTIONS = (
+    Option("scale", float, 1.0, "fraction of the 1M copies to run, in (0, 1] (whole 4 MiB "
+                                "passes, at least one)", low=0, high=1, low_open=True),
+    Option("fast_forward", bool, True, "run every pass (the same result: passes the machine "
+                                       "shows to repeat are otherwise applied at once, "
+                                       "Machine.run(repeat=N))"),
+)
 
 
 def _regions(m, remote):
@@ -87,15 +79,15 @@ def run_variant(profile, overrides, variant, rounds, fast_forward=True):
             "llc_misses": s["levels"][m.level_names[-1]]["misses"]}
 
 
-def run(args):
-    rounds = max(1, int(round(FULL_ROUNDS * args.scale)))
-    overrides = dict(args.overrides)
-    variants = {v: run_variant(args.profile or DEFAULT_PROFILE, overrides, v, rounds,
-                               args.fast_forward)
-                for v in progress(VARIANTS, NAME, wanted(args))}
+def run(options):
+    rounds = max(1, int(round(FULL_ROUNDS * options.scale)))
+    overrides = dict(options.overrides)
+    variants = {v: run_variant(options.profile or DEFAULT_PROFILE, overrides, v, rounds,
+                               options.fast_forward)
+                for v in progress(VARIANTS, NAME, options.progress)}
     ratios = {p: variants[f"clflush,numa={p}"]["seconds"] / variants[f"movnt,numa={p}"]["seconds"]
               for p in ("local", "remote")}
-    return {"scenario": NAME, "profile": args.profile or DEFAULT_PROFILE,
+    return {"scenario": NAME, "profile": options.profile or DEFAULT_PROFILE,
             "scale": rounds / FULL_ROUNDS, "copies": rounds * COPIES_PER_BUFFER,
             "variants": variants, "clflush_over_movnt": ratios,
             "published": {"variants": {v: {"seconds": s} for v, s in PUBLISHED_SECONDS.items()}}}

@@ -32,14 +32,15 @@ from emu import profiler
 from emu.results import MachineCheck
 from emu.studies.fio import (
     FioError,
-    add_job_options,
     check_job_options,
+    job_options,
     job_overrides,
     loaded_run,
     run_jobs,
 )
-from emu.studies.progress import progress, wanted
-from emu.studies.scenarios.common import functions_table, int_in
+from emu.studies.options import Option
+from emu.studies.progress import progress
+from emu.studies.scenarios.common import functions_table
 from emu.studies.scenarios.dax_write_usercopy import dax_machine
 from isa import Program
 from kernels.copy_mc import CopyMc
@@ -60,14 +61,14 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_read_ns",
              "core.freq_ghz")
 
 
-def configure(parser):
-    add_job_options(parser, "read", bs=2 << 20, jobs=48, ios=40, file_size=256 << 20,
-                    why="as published", jobs_help=" over the sockets",
-                    file_size_note="; the published 200 GB file is far larger than the LLC "
-                                   "either way")
-    parser.add_argument("--poison", type=int_in(0, MAPPED_BYTES), default=None, metavar="OFFSET",
-                        help="also poison the pmem line holding this byte of the file and show "
-                             "what each copy returns")
+OPTIONS = job_options("read", bs=2 << 20, jobs=48, ios=40, file_size=256 << 20,
+                      why="as published", jobs_help=" over the sockets",
+                      file_size_note="; the published 200 GB file is far larger than the LLC "
+                                     "either way") + (
+    Option("poison", int, None, "also poison the pmem line holding this byte of the file and "
+                                "show what each copy returns", low=0, high=MAPPED_BYTES,
+           metavar="OFFSET"),
+)
 
 
 def sockets(profile, overrides):
@@ -142,19 +143,21 @@ def poison_check(profile, overrides, variant, bs, offset, file_size):
     return report
 
 
-def run(args):
-    profile = args.profile or DEFAULT_PROFILE
-    overrides = dict(args.overrides)
-    if args.poison is not None:   # before the long runs
-        _check_poison(args.poison, args.file_size)
-    variants = {v: run_variant(profile, overrides, v, args.bs, args.jobs, args.ios,
-                               args.file_size) for v in progress(VARIANTS, NAME, wanted(args))}
-    out = {"scenario": NAME, "profile": profile, "bs": args.bs, "jobs": args.jobs,
-           "sockets": sockets(profile, overrides), "ios": args.ios,
-           "file_size": args.file_size, "variants": variants}
-    if args.poison is not None:
-        out["poison"] = {"offset": args.poison, "variants": {
-            v: poison_check(profile, overrides, v, args.bs, args.poison, args.file_size)
+def run(options):
+    profile = options.profile or DEFAULT_PROFILE
+    overrides = dict(options.overrides)
+    if options.poison is not None:   # before the long runs
+        _check_poison(options.poison, options.file_size)
+    variants = {v: run_variant(profile, overrides, v, options.bs, options.jobs, options.ios,
+                               options.file_size)
+                for v in progress(VARIANTS, NAME, options.progress)}
+    out = {"scenario": NAME, "profile": profile, "bs": options.bs, "jobs": options.jobs,
+           "sockets": sockets(profile, overrides), "ios": options.ios,
+           "file_size": options.file_size, "variants": variants}
+    if options.poison is not None:
+        out["poison"] = {"offset": options.poison, "variants": {
+            v: poison_check(profile, overrides, v, options.bs, options.poison,
+                            options.file_size)
             for v in VARIANTS}}
     return out
 

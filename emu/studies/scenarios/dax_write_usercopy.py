@@ -21,13 +21,13 @@ from emu import profiler
 from emu.machine import Machine
 from emu.studies.fio import (
     FioError,
-    add_job_options,
     check_job_options,
+    job_options,
     job_overrides,
     loaded_run,
     run_jobs,
 )
-from emu.studies.progress import progress, wanted
+from emu.studies.progress import progress
 from emu.studies.scenarios.common import functions_table, with_user_region
 from kernels.copy_mc import CopyMc
 from kernels.dax import Bdev, DaxDevice, DaxFile
@@ -62,11 +62,9 @@ SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_write_ns",
              "instr.sfence_cycles", "core.freq_ghz")
 
 
-def configure(parser):
-    add_job_options(parser, "write", bs=4096, jobs=1, ios=20000, file_size=1 << 30,
-                    why="assumed", jobs_help="; the core gets 1/N of the LLC and of the "
-                                             "interconnect, the others' media traffic is "
-                                             "its own (a fixed point)")
+OPTIONS = job_options("write", bs=4096, jobs=1, ios=20000, file_size=1 << 30, why="assumed",
+                      jobs_help="; the core gets 1/N of the LLC and of the interconnect, the "
+                                "others' media traffic is its own (a fixed point)")
 
 
 def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc(),
@@ -135,13 +133,14 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
             "pmem_writes_per_io": r.media[names["pmem"]]["writes"], "jobs_loaded": loaded}
 
 
-def run(args):
-    profile = args.profile or DEFAULT_PROFILE
-    overrides = dict(args.overrides)
-    variants = {v: run_variant(profile, overrides, v, args.bs, args.jobs, args.ios,
-                               args.file_size) for v in progress(VARIANTS, NAME, wanted(args))}
-    return {"scenario": NAME, "profile": profile, "bs": args.bs, "jobs": args.jobs,
-            "ios": args.ios, "file_size": args.file_size,
+def run(options):
+    profile = options.profile or DEFAULT_PROFILE
+    overrides = dict(options.overrides)
+    variants = {v: run_variant(profile, overrides, v, options.bs, options.jobs, options.ios,
+                               options.file_size)
+                for v in progress(VARIANTS, NAME, options.progress)}
+    return {"scenario": NAME, "profile": profile, "bs": options.bs, "jobs": options.jobs,
+            "ios": options.ios, "file_size": options.file_size,
             "assumed": "bs 4096 and 1 job unless given: the thread gives neither",
             "variants": variants,
             "published": {"variants": {v: {"iops": x} for v, x in PUBLISHED_IOPS.items()}}}

@@ -12,8 +12,8 @@ the emulator predicts.
 """
 from emu import profiler
 from emu.machine import Machine
-from emu.studies.progress import progress, wanted
-from emu.studies.scenarios.common import int_in
+from emu.studies.options import Option
+from emu.studies.progress import progress
 from isa import Program
 from kernels import dmapool
 from memmodel.profile import ProfileError
@@ -28,13 +28,14 @@ SENSITIVE = ("software.dma_pool_call_ns", "instr.div64_cycles", "instr.lock_rmw_
 MAX_ROUNDS = 10 * dmapool.NR_TESTS   # about a second a round for all rows and variants
 
 
-def configure(parser):
-    parser.add_argument("--rounds", type=int_in(1, MAX_ROUNDS), default=dmapool.NR_TESTS,
-                        help=f"rounds of allocate-all, free-all per pool, at most {MAX_ROUNDS} "
-                             f"(default: %(default)s, the test's NR_TESTS)")
-    parser.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
-                        help="run every round (the same result: rounds the machine shows to "
-                             "repeat are otherwise applied at once, Machine.run_rounds)")
+OPTIONS = (
+    Option("rounds", int, dmapool.NR_TESTS, f"rounds of allocate-all, free-all per pool, at "
+                                            f"most {MAX_ROUNDS} (default: %(default)s, the "
+                                            f"test's NR_TESTS)", low=1, high=MAX_ROUNDS),
+    Option("fast_forward", bool, True, "run every round (the same result: rounds the machine "
+                                       "shows to repeat are otherwise applied at once, "
+                                       "Machine.run_rounds)"),
+)
 
 
 def kernel_base(m):
@@ -97,19 +98,20 @@ def run_row(profile, overrides, variant, parms, rounds, fast_forward=True, memor
     return cycles / (m.freq_ghz * 1e3), pool.pages
 
 
-def run(args):
-    profile = args.profile or DEFAULT_PROFILE
-    overrides = dict(args.overrides)
+def run(options):
+    profile = options.profile or DEFAULT_PROFILE
+    overrides = dict(options.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
     rows, memory = {}, dmapool.OpMemory()
-    for parms in progress(dmapool.PARMS, NAME, wanted(args)):
+    for parms in progress(dmapool.PARMS, NAME, options.progress):
         size, align, _ = parms
         key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
         for v in VARIANTS:
-            variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms, args.rounds,
-                                                         args.fast_forward, memory)
+            variants[v][METRIC][key], pages = run_row(profile, overrides, v, parms,
+                                                      options.rounds, options.fast_forward,
+                                                      memory)
             rows.setdefault(key, {})[f"pages_{v}"] = pages
-    return {"scenario": NAME, "profile": profile, "rounds": args.rounds, "rows": rows,
+    return {"scenario": NAME, "profile": profile, "rounds": options.rounds, "rows": rows,
             "variants": variants}
 
 

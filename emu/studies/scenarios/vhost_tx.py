@@ -30,8 +30,9 @@ published figure: the emulator predicts.
 
 from emu import profiler
 from emu.machine import Machine
-from emu.studies.progress import progress, wanted
-from emu.studies.scenarios.common import functions_table, int_in, with_user_region
+from emu.studies.options import Option
+from emu.studies.progress import progress
+from emu.studies.scenarios.common import functions_table, with_user_region
 from isa import Program
 from kernels import vhost
 from memmodel.profile import load_profile
@@ -64,21 +65,21 @@ DESC_COPY = ("inlined", "call")   # the two readings of the descriptor read's co
 MAX_PACKETS = 100_000      # a variant's packets are one program in memory, ~3.5 KB a packet
 
 
-def configure(parser):
-    parser.add_argument("--packets", type=int_in(1, MAX_PACKETS), default=64 * 100,
-                        help=f"measured packets per variant, after one unmeasured batch, at most "
-                             f"{MAX_PACKETS}; not a multiple of {vhost.VHOST_NET_BATCH}: the last "
-                             f"batch is shorter (default: %(default)s)")
-    parser.add_argument("--pkt-bytes", type=int_in(1, MAX_PKT_BYTES), default=64,
-                        help=f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte "
-                             f"vnet header), at most {MAX_PKT_BYTES}: a guest buffer's "
-                             f"{BUF_STRIDE} less the header (default: %(default)s, assumed)")
-    parser.add_argument("--desc-copy", choices=DESC_COPY, default="inlined",
-                        help="the uaccess path's 16-byte descriptor read as compiled: "
-                             "'inlined' = raw_copy_from_user's constant form (STAC, LFENCE, "
-                             "two loads, CLAC), 'call' = copy_user_generic (no LFENCE); no "
-                             "disassembly settles it, kernels/vhost.py gives the reasoning "
-                             "(default: %(default)s, assumed)")
+OPTIONS = (
+    Option("packets", int, 64 * 100,
+           f"measured packets per variant, after one unmeasured batch, at most {MAX_PACKETS}; "
+           f"not a multiple of {vhost.VHOST_NET_BATCH}: the last batch is shorter (default: "
+           f"%(default)s)", low=1, high=MAX_PACKETS),
+    Option("pkt_bytes", int, 64,
+           f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte vnet header), at most "
+           f"{MAX_PKT_BYTES}: a guest buffer's {BUF_STRIDE} less the header (default: "
+           f"%(default)s, assumed)", low=1, high=MAX_PKT_BYTES),
+    Option("desc_copy", str, "inlined",
+           "the uaccess path's 16-byte descriptor read as compiled: 'inlined' = "
+           "raw_copy_from_user's constant form (STAC, LFENCE, two loads, CLAC), 'call' = "
+           "copy_user_generic (no LFENCE); no disassembly settles it, kernels/vhost.py gives the "
+           "reasoning (default: %(default)s, assumed)", choices=DESC_COPY),
+)
 
 
 def build(profile, overrides, variant, desc_copy="inlined"):
@@ -163,14 +164,15 @@ def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inli
             "functions_cycles_per_packet": {k: v for k, v in sites.items() if v}}
 
 
-def run(args):
-    profile = args.profile or DEFAULT_PROFILE
-    overrides = dict(args.overrides)
-    variants = {v: run_variant(profile, overrides, v, args.packets, args.pkt_bytes,
-                               args.desc_copy)
-                for v in progress(VARIANTS, NAME, wanted(args))}
-    return {"scenario": NAME, "profile": profile, "packets": args.packets,
-            "pkt_bytes": args.pkt_bytes, "desc_copy": args.desc_copy, "variants": variants}
+def run(options):
+    profile = options.profile or DEFAULT_PROFILE
+    overrides = dict(options.overrides)
+    variants = {v: run_variant(profile, overrides, v, options.packets, options.pkt_bytes,
+                               options.desc_copy)
+                for v in progress(VARIANTS, NAME, options.progress)}
+    return {"scenario": NAME, "profile": profile, "packets": options.packets,
+            "pkt_bytes": options.pkt_bytes, "desc_copy": options.desc_copy,
+            "variants": variants}
 
 
 def derived(mpps):

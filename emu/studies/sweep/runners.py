@@ -8,6 +8,7 @@ import shlex
 import signal
 import sys
 
+from emu.studies import api
 from emu.studies.options import CliError, Interrupted
 from emu.studies.progress import progress
 from emu.studies.sweep.results import (
@@ -49,17 +50,15 @@ def result_rows(mod, result):
     return out
 
 
-def run_point(point_id, argv):
+def run_point(point_id, scenario, profile, overrides, values):
     """What a worker runs (a module-level function of plain arguments, for a process pool or
-    a Dask worker): `emu run` of argv; (point_id, [(variant, label, metric, value)], None),
-    or (point_id, None, "Type: message") when it raised."""
-    from emu.studies import cli
+    a Dask worker): the scenario's run of `values` (its options by name) on `profile` with
+    `overrides`; (point_id, [(variant, label, metric, value)], None), or (point_id, None,
+    "Type: message") when it raised."""
     try:
-        args = cli.build_parser().parse_args(list(argv))
-        mod = cli.registry()[args.scenario]
-        return point_id, result_rows(mod, mod.run(args)), None
-    except SystemExit as e:
-        return point_id, None, f"SystemExit: {e.code}"
+        mod = api.scenario(scenario)
+        return point_id, result_rows(mod, mod.run(api.options_for(
+            mod, values, profile=profile, overrides=overrides))), None
     except Exception as e:  # noqa: BLE001   recorded as the point's error; the rest go on
         return point_id, None, f"{type(e).__name__}: {e}"
 
@@ -210,7 +209,8 @@ def _run(spec, out, todo, workers, scheduler, show, lock_fd, counts):
     try:
         fd = open_results(out, spec)
         try:
-            futures = [ex.submit(run_point, p.id, list(p.argv)) for p in todo]
+            futures = [ex.submit(run_point, p.id, p.scenario, p.profile, p.settings, p.values)
+                       for p in todo]
             with progress(total=len(todo), desc=f"sweep {os.path.basename(spec.path)}",
                           enabled=show, unit="point") as bar:
                 for pid, rows, error in ex.results(futures):

@@ -15,25 +15,22 @@ range is an error naming the file and the key, raised before anything runs:
     "media.optane.read_latency_ns" = { from = 150, to = 600, step = 150 }   # ... or a range
 
 A point is one (scenario, profile, options, overrides) of the grid's cartesian product. The
-grid's size is checked first; then each option value by the real parser (`emu run`'s types and
-ranges), each override value of each profile by load_profile, and each combination of options
-by the parser, once each, not once per point. Its
-id is a short sha256 of the canonical JSON of its resolved configuration (every option of
-the scenario, defaults included, and the overrides), so the same configuration always has the
-same id, wherever it runs.
+grid's size is checked first; then each option value as `emu run` checks it (the scenario's
+declared options, emu.studies.api.run_options: Option.parse of the value as the command line
+would spell it), and each override value of each profile by load_profile, once each, not once
+per point. Its id is a short sha256 of the canonical JSON of its resolved configuration
+(every option of the scenario, defaults included, and the overrides), so the same
+configuration always has the same id, wherever it runs.
 """
-import argparse
-import contextlib
 import hashlib
-import io
 import itertools
 import json
 import math
-import os
 import re
 from typing import NamedTuple
 
-from emu.studies.options import CliError, _parse_set
+from emu.studies import api, scenarios
+from emu.studies.options import CliError, OptionError, _parse_set
 from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
 from memmodel.profile import ProfileError, load_profile, read_toml
 
@@ -50,7 +47,8 @@ class Point(NamedTuple):
     profile: str
     options: tuple      # ((key, value), ...) as swept, in spec order
     overrides: tuple    # ((dotted key, value), ...) as swept, in spec order
-    argv: tuple         # what `emu` would take: ("run", SCENARIO, "--profile", P, ...)
+    values: dict        # every option of the scenario by name, defaults included
+    settings: dict      # the profile overrides, each value as --set parses it
     config: str         # canonical JSON of the resolved configuration
     id: str
 
@@ -176,30 +174,20 @@ def _arg_text(v):
     return repr(v) if isinstance(v, float) else str(v)
 
 
-def _option_argv(key, v):
-    """The argv of option `key` = `v`: a boolean is a flag given or not."""
-    if isinstance(v, bool):
-        return [f"--{key}"] if v else []
-    return [f"--{key}", _arg_text(v)]
+def _option_value(option, v):
+    """The value of `option` that the spec's `v` gives, as `emu run` takes it (so checked as
+    the command line checks it): a bool option's key is its flag (--no-NAME for a default
+    true), `v` true or false whether it is given; another `v` is parsed from its text."""
+    if option.type is bool:
+        if not isinstance(v, bool):
+            raise OptionError(f"must be true or false, not {v!r}")
+        return v != option.default
+    return option.parse(_arg_text(v))
 
 
-def _scenario_parser(parser, scenario):
-    """The subparser of `emu run SCENARIO` inside `parser` (from cli.build_parser())."""
-    def sub(p, name):
-        (action,) = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
-        return action.choices[name]
-    return sub(sub(parser, "run"), scenario)
-
-
-def _parse(parser, argv):
-    """argparse's Namespace of argv, or CliError with argparse's message (no exit)."""
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            return parser.parse_args(list(argv))
-    except SystemExit:
-        msg = err.getvalue().strip().removeprefix("emu: error: ")
-        raise CliError(msg.split(" (see: ")[0]) from None
+def _scenario_options(scenario):
+    """{spec key: Option} of `emu run SCENARIO`'s options, by their flags without dashes."""
+    return {o.flag[2:]: o for o in api.run_options(scenarios.registry()[scenario])}
 
 
 def canonical(obj):
@@ -225,8 +213,6 @@ def load_spec(path):
     """The Spec of file `path`, every point checked; CliError naming the file and the key.
     The grid's size is counted and checked first, then each key and each of its values once
     (not once per point), then the points are built."""
-    # the real parser, and the registry (tests replace it there)
-    from emu.studies import cli
     raw = _read_spec(path)
     for sec, val in raw.items():
         if sec not in SECTIONS:
@@ -240,16 +226,16 @@ def load_spec(path):
     if ("scenario" in head) == ("scenarios" in head):
         raise CliError(f"{path}: sweep: give scenario or scenarios (one of them)")
     key = "scenario" if "scenario" in head else "scenarios"
-    scenarios = _strings(f"{path}: sweep.{key}", head[key])
-    known = cli.registry()
-    for s in scenarios:
+    names = _strings(f"{path}: sweep.{key}", head[key])
+    known = scenarios.registry()
+    for s in names:
         if s not in known:
             raise CliError(f"{path}: sweep.{key}: unknown scenario {s!r} (scenarios: {', '.join(known)})")
-    profiles = ({s: _strings(f"{path}: sweep.profiles", head["profiles"]) for s in scenarios}
-                if "profiles" in head else {s: [known[s].DEFAULT_PROFILE] for s in scenarios})
+    profiles = ({s: _strings(f"{path}: sweep.profiles", head["profiles"]) for s in names}
+                if "profiles" in head else {s: [known[s].DEFAULT_PROFILE] for s in names})
     variants = _strings(f"{path}: sweep.variants", head["variants"]) if "variants" in head else []
     for v in variants:
-        if not any(v in getattr(known[s], "VARIANTS", (v,)) for s in scenarios):
+        if not any(v in getattr(known[s], "VARIANTS", (v,)) for s in names):
             raise CliError(f"{path}: sweep.variants: no scenario of the sweep has variant {v!r}")
     metrics = _strings(f"{path}: sweep.metrics", head["metrics"]) if "metrics" in head else []
     raw_options = {f"options.{k}": v for k, v in raw.get("options", {}).items()}
@@ -257,7 +243,7 @@ def load_spec(path):
                      for k, v in _overrides(path, raw.get("overrides", {})).items()}
     # the size before any value is built or checked: 2 keys of 100000 values fail at once
     n = math.prod(_count(f"{path}: {k}", v) for k, v in (raw_options | raw_overrides).items())
-    n *= sum(len(profiles[s]) for s in scenarios)
+    n *= sum(len(profiles[s]) for s in names)
     if n > MAX_POINTS:
         raise CliError(f"{path}: {n} points, more than {MAX_POINTS}")
     options = {k[8:]: _values(f"{path}: {k}", v) for k, v in raw_options.items()}
@@ -270,19 +256,21 @@ def load_spec(path):
         if "." not in k:
             raise CliError(f"{path}: overrides.{k}: a profile key is dotted (e.g. core.freq_ghz)")
 
-    parser = cli.build_parser()
     # each value alone, once, so that an error names its key
-    for s in scenarios:
-        sub = _scenario_parser(parser, s)
+    values = {}   # {(scenario, key): [option value, ...]}
+    for s in names:
+        declared = _scenario_options(s)
         for k, vals in options.items():
-            if f"--{k}" not in sub._option_string_actions:
+            if k not in declared:
                 raise CliError(f"{path}: options.{k}: scenario {s} has no option --{k}")
+            values[s, k] = []
             for v in vals:
                 try:
-                    _parse(parser, ["run", s, *_option_argv(k, v)])
-                except CliError as e:
-                    raise CliError(f"{path}: options.{k} = {v!r}: {e}") from None
-    for p in dict.fromkeys(p for s in scenarios for p in profiles[s]):
+                    values[s, k].append(_option_value(declared[k], v))
+                except OptionError as e:
+                    raise CliError(f"{path}: options.{k} = {v!r}: run {s}: argument --{k}: "
+                                   f"{e}") from None
+    for p in dict.fromkeys(p for s in names for p in profiles[s]):
         try:
             load_profile(p)
         except ProfileError as e:
@@ -298,9 +286,12 @@ def load_spec(path):
     parsed = {k: [_parse_set(f"{k}={_arg_text(v)}")[1] for v in vals]
               for k, vals in overrides.items()}
     points = []
-    for s in scenarios:
-        ops = [tuple(zip(options, op)) for op in itertools.product(*options.values())]
-        resolved = [_resolved(parser, path, s, op) for op in ops]   # once per combination
+    combos = list(itertools.product(*(range(len(v)) for v in options.values())))
+    ops = [tuple((k, options[k][i]) for k, i in zip(options, c)) for c in combos]
+    for s in names:
+        declared = _scenario_options(s)
+        resolved = [_resolved(declared, {k: values[s, k][i] for k, i in zip(options, c)})
+                    for c in combos]   # once per combination
         for p in profiles[s]:
             for ov in itertools.product(*(range(len(v)) for v in overrides.values())):
                 ov = [(k, overrides[k][i], parsed[k][i]) for k, i in zip(overrides, ov)]
@@ -312,37 +303,27 @@ def load_spec(path):
                            f"{_shown(pt.options + pt.overrides)} are the same configuration "
                            f"(of {pt.scenario} on {pt.profile})")
         seen[pt.id] = pt
-    return Spec(path, scenarios, profiles, variants, metrics, options, overrides, points)
+    return Spec(path, names, profiles, variants, metrics, options, overrides, points)
 
 
 def _shown(pairs):
     return ", ".join(f"{k} = {v!r}" for k, v in pairs)
 
 
-def _resolved(parser, path, scenario, options):
-    """Every option of `emu run SCENARIO` given `options` ((key, value), ...), defaults
-    included: the id's "options" (what argparse resolves does not depend on the profile)."""
-    argv = ["run", scenario]
-    for k, v in options:
-        argv += _option_argv(k, v)
-    try:
-        args = _parse(parser, argv)
-    except CliError as e:
-        raise CliError(f"{path}: point {scenario}, {_shown(options)}: {e}") from None
-    return {k: v for k, v in vars(args).items()
-            if k not in ("command", "scenario", "profile", "overrides", "json", "quiet",
-                         "sensitivity")}
+def _resolved(declared, given):
+    """Every option of a scenario by name, defaults included, given `given` ({spec key:
+    option value}): the id's "options" (they do not depend on the profile). `declared`:
+    {spec key: Option} of the scenario (_scenario_options)."""
+    out = {o.name: o.default for o in declared.values()}
+    out.update({declared[k].name: v for k, v in given.items()})
+    return out
 
 
 def _point(scenario, profile, options, resolved, overrides):
     """The Point of `options` (resolved by _resolved) and `overrides` ((key, value as swept,
     value as --set parses it), ...)."""
-    argv = ["run", scenario, "--profile", profile, "--quiet"]
-    for k, v, _ in overrides:
-        argv += ["--set", f"{k}={_arg_text(v)}"]
-    for k, v in options:
-        argv += _option_argv(k, v)
+    settings = {k: parsed for k, _, parsed in overrides}
     config = canonical({"scenario": scenario, "profile": profile, "options": resolved,
-                        "overrides": {k: parsed for k, _, parsed in overrides}})
-    return Point(scenario, profile, options, tuple((k, v) for k, v, _ in overrides), tuple(argv),
-                 config, point_id(config))
+                        "overrides": settings})
+    return Point(scenario, profile, options, tuple((k, v) for k, v, _ in overrides), resolved,
+                 settings, config, point_id(config))
