@@ -17,6 +17,7 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     HOLDS_ROB,
+    VALUE_USE,
     Op,
 )
 from memmodel import _hierarchy as hier
@@ -77,7 +78,7 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
             if ok == size:
                 hd.load(S, addr, size, flags & (FLAG_DEPENDENT | FLAG_INDEXED | FLAG_MASKED),
                         0 if flags & FLAG_MASKED else ops[i, COL_SRC])   # a masked one's: base
-                if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & FLAG_INDEXED:
+                if functional and i + 1 < n and ops[i + 1, COL_FLAGS] & VALUE_USE:
                     S[SC.VAL] = mm.read_value(S, pt, frames, addr, min(size, 8))
         elif op == Op.STORE:
             if ok == size:
@@ -141,7 +142,8 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_read(S, line, S[SC.NOW])
         elif op == Op.INDEX_MASK:
-            S[SC.MASK], S[SC.DEP_READY] = spec.index_mask(S, ops, i, S[SC.NOW], S[SC.DEP_READY])
+            S[SC.MASK], S[SC.DEP_READY] = spec.index_mask(S, ops, i, S[SC.NOW], S[SC.DEP_READY],
+                                                          S[SC.VAL])
             pl.issue(S, 3)   # cmp, sbb, and
         if S[SC.FAULT] != ST_OK:
             ck.fixup(S, pt, frames, ops, i, ok, res)

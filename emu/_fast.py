@@ -10,8 +10,8 @@ from isa.ops import (
     COL_SIZE,
     COL_SRC,
     FLAG_DEPENDENT,
-    FLAG_INDEXED,
     N_COLS,
+    VALUE_USE,
     Op,
 )
 from memmodel import _hierarchy as hier
@@ -47,9 +47,9 @@ def host_prefetch_op(S, opf, j):
 @inlined
 def _load_checked(opf, r, i, n, flags, functional):
     """Whether load i (row r, `flags`) takes the general path: flags beyond DEPENDENT, or
-    functional data read for the indexed op after it."""
+    functional data read for the op after it, which uses the value (isa.ops.VALUE_USE)."""
     return flags & ~FLAG_DEPENDENT or (functional and i + 1 < n
-                                       and opf[ix(r + N_COLS + COL_FLAGS)] & FLAG_INDEXED)
+                                       and opf[ix(r + N_COLS + COL_FLAGS)] & VALUE_USE)
 
 
 @inlined

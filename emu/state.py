@@ -8,19 +8,19 @@ before any program runs.
 from memmodel.layout import MM, Block, fields
 from memmodel.media import FP
 
-EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR", start=MM.end)
+EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR BPRED", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
 _TP = ("UPC RETIRE ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
-       "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL RFO_AHEAD LFENCE_REFILL")
+       "BRANCH_RESOLVE LOCK_RMW STAC_SERIAL RFO_AHEAD LFENCE_REFILL BP_ENTRIES BP_HISTORY")
 # sc: the pipeline's scalars (issue cycle, ring heads and counts, the current site and the
-# memory side's event totals at its start, ...)
+# memory side's event totals at its start, ..., the branch predictor's global history)
 _SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT ROB_SLOTS "
        "SB_HEAD SB_COUNT SB_LAST CLFLUSH_CHAIN FLUSH_UNIT SITE SITE_START AC KERNEL END OPS "
        "REP_FRAC SITE_OPS REG_LO REG_HI PAGE_OK VAL MASK POISON_N FAULT FAULT_ADDR "
        "SITE_L1D_MISSES SITE_LLC_MISSES SITE_MEDIA_READS SITE_MEDIA_WRITES "
        "SITE_L1D_STORE_MISSES SITE_LLC_STORE_MISSES SITE_L1D_PENDING SITE_LLC_PENDING "
-       "SITE_LOADS SITE_STORES")
+       "SITE_LOADS SITE_STORES BP_HIST")
 EMU = Block(EH, (("tp", len(_TP.split())), ("sc", len(_SC.split()))))
 TP = fields("TP", _TP, start=EMU.at("tp"))
 SC = fields("SC", _SC, start=EMU.at("sc"))
@@ -59,6 +59,9 @@ def add_sections(layout, values, n_sites):
     layout.add("rob_ops", core["rob_entries"])
     layout.add("sb", core["store_buffer_entries"])
     layout.add("site_ctr", (n_sites, N_SCOUNT))
+    # the branch predictor's 2-bit counters (emu._speculation); model state, as the caches'
+    # contents: reset_stats() leaves them, state_hash() covers them
+    layout.add("bpred", core["branch_predictor_entries"])
 
 
 def init_sections(S, values, smap):
@@ -82,9 +85,12 @@ def init_sections(S, values, smap):
         TP.BRANCH_RESOLVE: instr["branch_resolve_cycles"],
         TP.LOCK_RMW: instr["lock_rmw_cycles"], TP.STAC_SERIAL: instr["stac_clac_serialize"],
         TP.RFO_AHEAD: core["rfo_ahead_stores"], TP.LFENCE_REFILL: instr["lfence_refill_cycles"],
+        TP.BP_ENTRIES: core["branch_predictor_entries"],
+        TP.BP_HISTORY: core["branch_history_bits"],
     }
     for k, v in tp.items():
         S[k] = v
     S[SC.PAGE_OK] = -1
     S[SC.KERNEL] = 1
     S[SC.MASK] = -1
+    S[S[EH.BPRED]:S[EH.BPRED] + core["branch_predictor_entries"]] = core["branch_counter_init"]

@@ -20,6 +20,8 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_MCSAFE,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
     FLUSH,
     HAS_IP,
     IMM_KIND,
@@ -30,6 +32,7 @@ from isa.ops import (
     PHYS_LIMIT,
     RANGE_KIND,
     SIZE_RULE,
+    VALUE_USE,
     AddrKind,
     ImmKind,
     Op,
@@ -53,10 +56,6 @@ class ProgramError(ValueError):
     """An op with operands the ISA does not allow."""
 
 
-# The core indexes a load or masks it, never both: an indexed load drops the mask silently.
-INDEXED_AND_MASKED = ("FLAG_INDEXED together with FLAG_MASKED "
-                      "(the core does not mask an indexed load)")
-
 # What the validator checks, in the order Program.validate() reports them.
 _CHECKS = (
     ("UNKNOWN_OPCODE", "unknown opcode"),
@@ -72,12 +71,14 @@ _CHECKS = (
     ("DATA", "data beyond the data blob"),
     ("PHYS", "range beyond the 52-bit physical address space"),
     ("FLAGS", "flag not allowed on this op"),
-    ("INDEXED", ("indexed load: the previous op is not a LOAD of at most 8 bytes, "
-                 f"or scale not in 0..{MAX_SCALE}")),
-    ("MASKED", "masked load: base (src) negative or above the address"),
+    ("INDEXED", ("indexed load: the previous op is not a LOAD of at most 8 bytes nor a "
+                 f"comparison of its value, or scale not in 0..{MAX_SCALE}")),
+    ("VALUE", ("comparison of the previous load's value: the previous op is not a LOAD of "
+               "at most 8 bytes nor a comparison of its value")),
+    ("VALUE_BOTH", "index and limit both the previous load's value"),
+    ("MASKED", "masked load: base (src) negative or above the address, or not 0 if indexed"),
     ("BODY", "branch body beyond the end of the program"),
     ("INDEX", "negative index or limit"),
-    ("INDEXED_AND_MASKED", INDEXED_AND_MASKED),
     ("IP", "negative instruction address (ip)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
@@ -162,14 +163,19 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
             _fail(first, Check.BODY, i)
         if flags & ~ALLOWED_FLAGS[op]:
             _fail(first, Check.FLAGS, i)
-        if flags & FLAG_INDEXED and (
-                i == 0 or ops[i - 1, COL_OP] != Op.LOAD or ops[i - 1, COL_SIZE] > 8
-                or imm < 0 or imm > MAX_SCALE):
+        # the value an op uses is the last load's: the op before is that LOAD, or an op
+        # using the same value (a BRANCH or INDEX_MASK comparing it leaves it as it was)
+        no_value = i == 0 or (ops[i - 1, COL_SIZE] > 8 if ops[i - 1, COL_OP] == Op.LOAD
+                              else (ops[i - 1, COL_FLAGS] & VALUE_USE) == 0)
+        if flags & FLAG_INDEXED and (no_value or imm < 0 or imm > MAX_SCALE):
             _fail(first, Check.INDEXED, i)
-        if flags & FLAG_MASKED and not 0 <= src <= addr:
+        if flags & (FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT):
+            if no_value:
+                _fail(first, Check.VALUE, i)
+            if flags & FLAG_VALUE_INDEX and flags & FLAG_VALUE_LIMIT:
+                _fail(first, Check.VALUE_BOTH, i)
+        if flags & FLAG_MASKED and not (src == 0 if flags & FLAG_INDEXED else 0 <= src <= addr):
             _fail(first, Check.MASKED, i)
-        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
-            _fail(first, Check.INDEXED_AND_MASKED, i)
         if HAS_IP[op] and not flags & FLAG_MASKED and src < 0:
             _fail(first, Check.IP, i)
         copy = RANGE_KIND[op] == RangeKind.DST_SRC

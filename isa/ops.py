@@ -31,6 +31,8 @@ class Op(IntEnum):
     WORK = 15         # imm = cycles of non-memory work
     SITE = 16         # imm = site id; attributes the following ops to that site
     BRANCH = 17       # addr=index, size=limit, imm=body ops run only if index < limit
+    #                   (unsigned; either operand may be the previous load's value: FLAG_VALUE_*),
+    #                   src = ip (0: statically predicted by FLAG_PREDICT_IN)
     INDEX_MASK = 18   # addr=index, size=limit: array_index_nospec's cmp/sbb mask
     PEER_WRITE = 19   # addr, size 1..64, data as STORE: another core on the socket writes
     #                   (our copies invalidated; our next access is a cache-to-cache transfer)
@@ -46,7 +48,8 @@ N_OPS = len(Op)
 COL_OP = 0
 COL_ADDR = 1
 COL_SIZE = 2
-COL_SRC = 3    # a copy's source; a LOAD's or STORE's ip (P_IP), but a FLAG_MASKED load's base
+COL_SRC = 3    # a copy's source; a LOAD's, STORE's or BRANCH's ip (P_IP), but a FLAG_MASKED
+#                load's base
 COL_DATA = 4   # offset into the Program's data blob, or -1 (use IMM's little-endian bytes)
 COL_IMM = 5
 COL_FLAGS = 6
@@ -58,10 +61,15 @@ FLAG_EXTABLE = 2        # a page fault (unmapped, SMAP, privilege) goes to a fix
 #                         stops at the first faulting byte, the run goes on
 FLAG_MCSAFE = 4         # consumed poison (#MC) goes to a fixup likewise (copy_mc_*)
 FLAG_INDEXED = 8        # LOAD at addr + (previous load's value) * imm
-FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); not
-#                         with FLAG_INDEXED
-FLAG_PREDICT_IN = 32    # BRANCH predicted "index < limit" (the body runs)
+FLAG_MASKED = 16        # LOAD at src + ((addr - src) & mask of the last INDEX_MASK); with
+#                         FLAG_INDEXED at addr + (value & mask) * imm (src: 0, no ip)
+FLAG_PREDICT_IN = 32    # BRANCH without an ip predicted "index < limit" (the body runs)
 FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
+FLAG_VALUE_INDEX = 128  # BRANCH/INDEX_MASK: the index is the previous load's value, not ADDR
+FLAG_VALUE_LIMIT = 256  # BRANCH/INDEX_MASK: the limit is the previous load's value, not SIZE
+#: The flags of an op that reads the value a LOAD before it loaded (the core reads a load's
+#: value only when the op after it has one of them)
+VALUE_USE = FLAG_INDEXED | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
 
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64
@@ -76,7 +84,8 @@ class AddrKind(IntEnum):
     """What COL_ADDR holds."""
     NONE = 0
     ADDRESS = 1   # a byte address (a copy's destination)
-    INDEX = 2     # an index compared with the limit in COL_SIZE: no address
+    INDEX = 2     # an index compared with the limit in COL_SIZE: no address (with
+    #               FLAG_VALUE_INDEX unused: the index is the previous load's value)
 
 
 class SizeRule(IntEnum):
@@ -85,7 +94,7 @@ class SizeRule(IntEnum):
     UP_TO_LINE = 1   # 1..64 bytes (they may cross into the next line)
     MOVNT = 2        # one of MOVNT_SIZES, the address aligned to it
     LENGTH = 3       # any length >= 0
-    LIMIT = 4        # the bound (>= 0) of the index in COL_ADDR
+    LIMIT = 4        # the bound (>= 0) of the index in COL_ADDR (FLAG_VALUE_LIMIT: unused)
 
 
 class ImmKind(IntEnum):
@@ -112,14 +121,16 @@ class RangeKind(IntEnum):
 # Properties, the bits of OpSpec.props.
 P_WRITES = 1       # writes functional memory (its pages must be present)
 P_POISON = 2       # consumes poison: it loads its bytes (a copy, its source's)
-P_ENDS_WINDOW = 4  # not run down a mispredicted path: it ends the transient window
+P_ENDS_WINDOW = 4  # not run down a mispredicted path: it ends the transient window (a
+#                    BRANCH does not: the path follows its guess, emu._speculation.transient)
 P_ROB = 8          # takes a reorder-buffer entry (waits at the ROB gate)
 P_BULK = 16        # many accesses in one op: a caught fault stops it at that byte
 P_PEER = 32        # another core's access: no issue slot, checked only for being mapped
 P_FLUSH = 64       # writes its line back and/or evicts it: a kind FLUSH_RANGE repeats
 P_IP = 128         # COL_SRC is the address of its instruction, `ip` (>= 0; 0: none), which
-#                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride)
-#                    and a trace records; a FLAG_MASKED load's COL_SRC is its base: no ip
+#                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride),
+#                    the branch predictor indexes its counters by (a branch's) and a trace
+#                    records; a FLAG_MASKED load's COL_SRC is its base: no ip
 
 
 class OpSpec(NamedTuple):
@@ -137,6 +148,7 @@ _COPY = {"addr": AddrKind.ADDRESS, "size": SizeRule.LENGTH, "range": RangeKind.D
 _COPY_PROPS = P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB | P_BULK
 _LINE = {"addr": AddrKind.ADDRESS, "range": RangeKind.LINE}
 _GUARD = {"addr": AddrKind.INDEX, "size": SizeRule.LIMIT}
+_ON_VALUE = FLAG_DEPENDENT | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
 
 OP_SPEC = {
     Op.LOAD: OpSpec(P_POISON | P_ROB | P_IP, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.SCALE,
@@ -162,9 +174,9 @@ OP_SPEC = {
                            range=RangeKind.LINES),
     Op.WORK: OpSpec(P_ROB, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
     Op.SITE: OpSpec(0, imm=ImmKind.SITE),
-    Op.BRANCH: OpSpec(P_ENDS_WINDOW | P_ROB, **_GUARD, imm=ImmKind.BODY,
-                      flags=FLAG_DEPENDENT | FLAG_PREDICT_IN),
-    Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=FLAG_DEPENDENT),
+    Op.BRANCH: OpSpec(P_ROB | P_IP, **_GUARD, imm=ImmKind.BODY,
+                      flags=_ON_VALUE | FLAG_PREDICT_IN),
+    Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=_ON_VALUE),
     Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,
                           size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA),
     Op.PEER_READ: OpSpec(P_ENDS_WINDOW | P_PEER, **_AT, size=SizeRule.UP_TO_LINE),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa._validate import INDEXED_AND_MASKED, NO_OPS, ProgramError, range_units, validated
+from isa._validate import NO_OPS, ProgramError, range_units, validated
 from isa.ops import (
     COL_ADDR,
     COL_DATA,
@@ -22,17 +22,31 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_PREDICT_IN,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
     FLUSH_KINDS,
     MAX_WORK_CYCLES,
     MOVNT_SIZES,
     N_COLS,
     PHYS_LIMIT,
+    VALUE_USE,
     Op,
 )
 from isa.sites import remap_sites, site_id
 from isa.sourcelines import LINE_SEP, caller_line, line_ip, recording
 
 EFAULT = 14
+
+
+class _Loaded:
+    def __repr__(self):
+        return "LOADED"
+
+
+#: A branch's or index mask's index or limit that is the value the previous LOAD (at most
+#: 8 bytes) read, known only when its data is: `p.load(a).branch(LOADED, 16, body)`.
+LOADED = _Loaded()
+
 
 @dataclass(frozen=True)
 class Ret:
@@ -125,7 +139,7 @@ class Program:
             name = f"op {self._n} ({Op(op).name.lower()})"
             operands = [_int(name, what, v) for what, v in
                         zip(("address", "size", "source", "operand", "flags"), operands)]
-        if self._lines and op != Op.SITE and not self._no_line and not flags & FLAG_INDEXED:
+        if self._lines and op != Op.SITE and not self._no_line and not flags & VALUE_USE:
             self._at_line()
         self._reserve(1)
         self._checked = None
@@ -149,8 +163,9 @@ class Program:
 
     def _load(self, name, addr, size, src=0, imm=0, flags=0):
         self._check_addr(name, addr)
-        if flags & FLAG_INDEXED and flags & FLAG_MASKED:
-            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): {INDEXED_AND_MASKED}")
+        if flags & FLAG_INDEXED and flags & FLAG_MASKED and src:
+            raise ProgramError(f"op {self._n} ({name} at {addr:#x}): a masked indexed load "
+                               "masks its index: no base")
         return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
 
     # -- single ops -------------------------------------------------------------------
@@ -165,10 +180,13 @@ class Program:
         return self._load("load", addr, size, src=self._ip("load", ip),
                           flags=flags | (FLAG_DEPENDENT if dependent else 0))
 
-    def load_indexed(self, base, scale, size=8, flags=0):
-        """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes)
-        read: the dependent table lookup of a Spectre gadget or a linked-list walk."""
-        return self._load("load_indexed", base, size, imm=scale, flags=flags | FLAG_INDEXED)
+    def load_indexed(self, base, scale, size=8, flags=0, masked=False):
+        """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes, or
+        a comparison of its value) read: the dependent table lookup of a Spectre gadget or
+        a linked-list walk. `masked`: v ANDed with the last index_mask's mask first
+        (array_index_nospec on a loaded index)."""
+        return self._load("load_indexed", base, size, imm=scale,
+                          flags=flags | FLAG_INDEXED | (FLAG_MASKED if masked else 0))
 
     def load_masked(self, addr, base, size=8, flags=0):
         """Load base[addr - base] with the offset ANDed with the mask of the last
@@ -316,21 +334,46 @@ class Program:
             raise ProgramError(f"work: cycles {cycles} not in 0..{MAX_WORK_CYCLES}")
         return self._emit(Op.WORK, imm=int(cycles), flags=FLAG_DEPENDENT if dependent else 0)
 
-    def branch(self, index, limit, body, predict_in=True, dependent=False):
-        """A bounds check `if (index < limit)` (unsigned) guarding the next `body` ops. The
-        predictor guesses `predict_in`; a wrong guess of "in bounds" runs the body
-        transiently until the branch resolves (its operands ready: `dependent` = one of them
-        is the previous load's data), an LFENCE, or a reorder buffer's worth of uops."""
-        if _int("branch", "index", index) < 0 or _int("branch", "limit", limit) < 0:
-            raise ProgramError(f"branch: negative index {index} or limit {limit}")
-        flags = (FLAG_PREDICT_IN if predict_in else 0) | (FLAG_DEPENDENT if dependent else 0)
-        return self._emit(Op.BRANCH, index, limit, imm=body, flags=flags)
+    @staticmethod
+    def _operands(name, index, limit, dependent):
+        """(index, limit, flags) of a comparison `index < limit`, either operand LOADED."""
+        if index is LOADED and limit is LOADED:
+            raise ProgramError(f"{name}: index and limit both LOADED")
+        flags = FLAG_DEPENDENT if dependent else 0
+        if index is LOADED:
+            index, flags = 0, FLAG_VALUE_INDEX | FLAG_DEPENDENT
+        if limit is LOADED:
+            limit, flags = 0, FLAG_VALUE_LIMIT | FLAG_DEPENDENT
+        if _int(name, "index", index) < 0 or _int(name, "limit", limit) < 0:
+            raise ProgramError(f"{name}: negative index {index} or limit {limit}")
+        return index, limit, flags
+
+    def branch(self, index, limit, body, predict_in=None, dependent=False, ip=0):
+        """A bounds check `if (index < limit)` (unsigned) guarding the next `body` ops.
+        `index` or `limit` may be LOADED: the value the previous op, a LOAD of at most 8
+        bytes, read (0 without functional memory), so the branch resolves only once that
+        data is there. Without an `ip` the guess is the static `predict_in` (default True);
+        with one (the branch instruction's address, > 0) it is the branch predictor's
+        counter of that site, which learns each outcome (docs/machine.md, "Speculation").
+        A wrong guess of "in bounds" runs the body transiently until the branch resolves
+        (its operands ready: `dependent` = one of them is the previous load's data), an
+        LFENCE, or a reorder buffer's worth of uops."""
+        index, limit, flags = self._operands("branch", index, limit, dependent)
+        if predict_in is not None and not isinstance(predict_in, (bool, np.bool_)):
+            raise ProgramError(f"branch: predict_in {predict_in!r} is not a bool")
+        if _int("branch", "ip", ip) < 0:   # no line's ip (line_ips): a branch is static
+            raise ProgramError(f"branch: negative instruction address (ip) {ip:#x}")
+        if ip and predict_in is not None:
+            raise ProgramError(f"branch: ip {ip:#x} is predicted by the branch predictor, "
+                               "not by predict_in")
+        if not ip and (predict_in is None or predict_in):
+            flags |= FLAG_PREDICT_IN
+        return self._emit(Op.BRANCH, index, limit, src=int(ip), imm=body, flags=flags)
 
     @contextmanager
-    def guarded(self, index, limit, predict_in=True, dependent=False):
+    def guarded(self, index, limit, predict_in=None, dependent=False, ip=0):
         """`with p.guarded(i, n): ...` emits a branch whose body is the ops emitted inside."""
-        at = self._n
-        self.branch(index, limit, 0, predict_in, dependent)
+        self.branch(index, limit, 0, predict_in, dependent, ip)
         at = self._n - 1   # a SITE op may have come before the branch
         self._no_line += 1
         try:
@@ -342,11 +385,10 @@ class Program:
 
     def index_mask(self, index, limit, dependent=False):
         """array_index_nospec(index, limit): cmp + sbb build an all-ones mask when
-        index < limit, else 0; later load_masked ops use it (a data dependency, no fence)."""
-        if _int("index_mask", "index", index) < 0 or _int("index_mask", "limit", limit) < 0:
-            raise ProgramError(f"index_mask: negative index {index} or limit {limit}")
-        return self._emit(Op.INDEX_MASK, index, limit,
-                          flags=FLAG_DEPENDENT if dependent else 0)
+        index < limit, else 0; later load_masked ops use it (a data dependency, no fence).
+        `index` or `limit` may be LOADED, as in branch()."""
+        index, limit, flags = self._operands("index_mask", index, limit, dependent)
+        return self._emit(Op.INDEX_MASK, index, limit, flags=flags)
 
     def _site_op(self, name):
         return self._emit(Op.SITE, imm=site_id(self._site_ids, self.site_names, name))

@@ -64,11 +64,17 @@ Model departures and assumptions:
   `end`), the slot is loaded and ma_dead_node loads node->parent again. Only each node's
   first load waits for the pointer to it (FLAG_DEPENDENT: the previous load's data); the
   second parent load is emitted before the slot load so that the next node's first load
-  waits for the slot. The scan's data-dependent exit branch is not emitted (the core has no
-  data-dependent branches yet): see `_mtree_load`.
-- Compares, branches and address arithmetic are not ops (they overlap the loads); the
-  division of `pool_find_block` is (profile [instr] div64_cycles), as its result is the
-  block's address.
+  waits for the slot. The scan's exit test, `if (pivots[offset] >= mas->index) break;`
+  (mtree_lookup_walk, read in 40214964773), is a branch after each pivot load, resolved
+  once that pivot is there, at one site (IP_MTREE_SCAN) that the branch predictor guesses:
+  its outcome (go on below the slot taken, leave at it) is the walk's, known when the ops
+  are built. The loop's other test, `++offset < end`, which ends a scan that reaches `end`,
+  is not emitted (a counted bound, not data-dependent).
+- Compares, branches and address arithmetic are not ops (they overlap the loads), but for
+  the walks' data-dependent exits (the maple scan's, pool_find_block's per page), which
+  the branch predictor guesses and which cost a misprediction when it guesses wrong; the
+  division of `pool_find_block` is an op (profile [instr] div64_cycles), as its result is
+  the block's address.
 """
 import sys
 from dataclasses import dataclass
@@ -118,7 +124,10 @@ SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
 SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
          "pool_find_block", "mtree_load")
 _SITE = {name: i for i, name in enumerate(SITES)}
-_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 2 per page)
+# branch sites (ips: what the branch predictor tells branches apart by; any distinct values)
+IP_MTREE_SCAN = 0x1000       # mtree_lookup_walk's `pivots[offset] >= mas->index` break
+IP_FIND_BLOCK = 0x1040       # pool_find_block's test of a page in its page-list walk
+_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 3 per page)
 
 
 def nr_blocks(size):
@@ -181,6 +190,12 @@ class _Rows:
     def store(self, event, step, addr, value, size=8):
         self.add(event, step, Op.STORE, addr, imm=value, size=size,
                  src=line_ip(sys._getframe(1)))
+
+    def exit_branch(self, event, step, index, limit, ip):
+        """A loop's data-dependent exit test on the load just before it (an empty body: the
+        loop goes on while index < limit, so its outcome is the walk's, known when the
+        rows are built; it resolves once that load's data is there), at branch site ip."""
+        self.add(event, step, Op.BRANCH, index, size=limit, flags=DEP, src=ip)
 
     def program(self, memory=None):
         """The round's Program, its op array taken from `memory` (an OpMemory) if given.
@@ -439,22 +454,26 @@ def _mtree_load(r, events, step, pool, b):
         r.load(events, s, node + MN_PIVOT + 8 * (MAPLE_PIVOTS - 1), dependent=not top)
         r.load(events[meta], s + 1, node[meta] + MN_META)
         r.load(events, s + 2, node + MN_PARENT)
-        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`;
-        # its exit is a data-dependent branch per pivot, not emitted (no such branch op yet)
+        # the do-while scan reads pivots[0..] until one is >= the index, at most up to `end`:
+        # after each, `if (pivots[offset] >= mas->index) break`, which goes on (pivot below
+        # the index) at every offset before the slot taken
         scans = np.maximum(1, np.minimum(slot + 1, end))
         for o in range(MAPLE_PIVOTS):
             take = scans > o
-            r.load(events[take], s + 3 + o, node[take] + MN_PIVOT + 8 * o)
-        r.load(events, s + 3 + MAPLE_PIVOTS, node + MN_PARENT)
-        r.load(events, s + 4 + MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
-        s += 5 + MAPLE_PIVOTS
+            r.load(events[take], s + 3 + 2 * o, node[take] + MN_PIVOT + 8 * o)
+            r.exit_branch(events[take], s + 4 + 2 * o, o, slot[take], IP_MTREE_SCAN)
+        r.load(events, s + 3 + 2 * MAPLE_PIVOTS, node + MN_PARENT)
+        r.load(events, s + 4 + 2 * MAPLE_PIVOTS, node + MN_SLOT + 8 * slot)
+        s += 5 + 2 * MAPLE_PIVOTS
     r.site(events, s, "dma_pool_free")
     return s + 1
 
 
 def _pool_find_block(r, events, step, pool, b, costs):
     """RFC v2 pool_find_block: walk the page list from its head (the newest page) to the
-    page holding vaddr, then index its block array by offset / size."""
+    page holding vaddr, then index its block array by offset / size. The RFC's code was not
+    read: one test per page visited, on its loaded vaddr, ending the walk at the page
+    holding the block (a branch predicted at IP_FIND_BLOCK), is assumed."""
     r.site(events, step, "pool_find_block")
     r.load(events, step + 1, pool.pool + POOL_SIZE, size=4)
     r.load(events, step + 2, pool.pool + POOL_ALLOCATION, size=4)
@@ -467,10 +486,13 @@ def _pool_find_block(r, events, step, pool, b, costs):
     within = np.arange(int(visits.sum()), dtype=np.int64) - np.repeat(start, visits)
     page = pool.page(pool.pages - 1 - within)
     s = step + 4
-    r.load(ev, s + 2 * within, page + PAGE_VADDR, dependent=True)
-    more = within < np.repeat(pos, visits)
-    r.load(ev[more], s + 2 * within[more] + 1, page[more] + PAGE_LIST, dependent=True)
-    s += 2 * (pool.pages + 1)
+    r.load(ev, s + 3 * within, page + PAGE_VADDR, dependent=True)
+    # the walk's exit test on page->vaddr (is vaddr in this page?): goes on before its page
+    last = np.repeat(pos, visits)
+    r.exit_branch(ev, s + 3 * within + 1, within, last, IP_FIND_BLOCK)
+    more = within < last
+    r.load(ev[more], s + 3 * within[more] + 2, page[more] + PAGE_LIST, dependent=True)
+    s += 3 * (pool.pages + 1)
     r.add(events, s, Op.WORK, imm=costs.div)
     r.load(events, s + 1, pool.page(j) + PAGE_BLOCKS)
     r.site(events, s + 2, "dma_pool_free")

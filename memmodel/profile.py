@@ -66,6 +66,11 @@ _CORE = {
     "store_commit_cycles": (_INT, True, 1, _CYCLES[1]),
     # younger stores whose RFO goes out before an older flush's write-back (0: none ahead)
     "rfo_ahead_stores": (_INT, True, 0, 4096),
+    # the branch predictor of branches with an ip (emu._speculation): 2-bit counters, a
+    # state section scanned never (one indexed per branch); history bits 0: per site only
+    "branch_predictor_entries": (_INT, True, 1, 1 << 16),
+    "branch_history_bits": (_INT, True, 0, 16),
+    "branch_counter_init": (_INT, True, 0, 3),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),
 }

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isa import LOADED
 from isa import ops as isa_ops
 from isa._validate import WHY, Check, validated
 from isa.ops import (
@@ -29,6 +30,8 @@ from isa.ops import (
     FLAG_MASKED,
     FLAG_MCSAFE,
     FLAG_PREDICT_IN,
+    FLAG_VALUE_INDEX,
+    FLAG_VALUE_LIMIT,
     FLAG_ZERO_TAIL,
     N_OPS,
     OP_SPEC,
@@ -118,12 +121,13 @@ def test_memory_writes_and_poison():
 
 def test_transient_window_and_reorder_buffer():
     # Kocher et al. section 4 and emu._speculation: down a mispredicted path loads run,
-    # stores are discarded, work and site markers pass; any fence, locked op (a full
-    # barrier), flush, STAC/CLAC, bulk op or branch ends the window, and so does another
-    # core's access
-    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.BRANCH, Op.LOCK_RMW} | PEERS
+    # stores are discarded, work and site markers pass, a branch follows its guess (nested
+    # windows); any fence, locked op (a full barrier), flush, STAC/CLAC or bulk op ends the
+    # window, and so does another core's access
+    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.LOCK_RMW} | PEERS
     assert ops_with(lambda s: s.props & isa_ops.P_ENDS_WINDOW) == ends
-    assert set(Op) - ends == {Op.LOAD, Op.STORE, Op.MOVNT, Op.WORK, Op.SITE, Op.INDEX_MASK}
+    assert set(Op) - ends == {Op.LOAD, Op.STORE, Op.MOVNT, Op.WORK, Op.SITE, Op.INDEX_MASK,
+                              Op.BRANCH}
     # a site marker is no instruction, a peer's access is another core's; WORK's uops hold
     # window entries like any other
     assert ops_with(lambda s: not s.props & isa_ops.P_ROB) == {Op.SITE} | PEERS
@@ -202,9 +206,10 @@ BAD = {
     Check.MASKED: lambda: Program().load_masked(0x100, 0x200),
     Check.BODY: lambda: Program().branch(1, 2, 1),
     Check.INDEX: lambda: edited(Program().index_mask(1, 2), COL_SIZE, -2),
-    Check.INDEXED_AND_MASKED: lambda: edited(Program().load(0, 8).load_indexed(0x1000, 8),
-                                             COL_FLAGS, FLAG_INDEXED | FLAG_MASKED, row=1),
     Check.IP: lambda: load_with(COL_SRC, -1),
+    Check.VALUE: lambda: Program().store(0, b"a").branch(LOADED, 2, 0),
+    Check.VALUE_BOTH: lambda: edited(Program().load(0, 8).branch(LOADED, 2, 0), COL_FLAGS,
+                                     FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT, row=1),
 }
 
 

@@ -10,8 +10,8 @@ import pytest
 from emu import Machine
 from emu.studies import spectre
 from emu.studies.cli import main
-from isa import Program, ProgramError
-from isa.ops import COL_FLAGS, FLAG_DEPENDENT, FLAG_INDEXED, FLAG_MASKED, Op
+from isa import LOADED, Program, ProgramError
+from isa.ops import COL_SRC, FLAG_DEPENDENT, FLAG_INDEXED, Op
 from memmodel.profile import load_profile
 
 NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
@@ -150,24 +150,26 @@ def test_validator_rejects_bad_speculation_ops():
     assert Program().branch(1, 2, 0).ops[0, 0] == Op.BRANCH
 
 
-BOTH = "FLAG_INDEXED together with FLAG_MASKED"
+def test_a_masked_indexed_load_masks_its_index():
+    """array_index_nospec on a loaded index: load_indexed(masked=True) loads at base +
+    (value & mask) * scale: in bounds the value, out of bounds index 0."""
+    for value, line in ((5, 0x1000000 + 5 * 4096), (20, 0x1000000)):
+        m = Machine("skylake-ddr4")
+        m.write(0x100, bytes([value]))
+        p = Program().load(0x100, 1).index_mask(LOADED, 16).load_indexed(
+            0x1000000, 4096, 1, masked=True)
+        m.run(p)
+        assert m.cached(line) == "l1d"
+        assert m.cached(0x1000000 + value * 4096) == ("l1d" if value < 16 else None)
 
 
-def test_builder_refuses_an_indexed_masked_load():
-    """The core does not mask an indexed load, so the pair is refused, naming op and flags."""
-    with pytest.raises(ProgramError, match=rf"op 1 \(load_indexed at 0x1000\): {BOTH}"):
-        Program().load(0x100, 1).load_indexed(0x1000, 64, 1, flags=FLAG_MASKED)
-    with pytest.raises(ProgramError, match=rf"op 0 \(load_masked at 0x140\): {BOTH}"):
+def test_a_masked_indexed_load_has_no_base():
+    with pytest.raises(ProgramError, match=r"op 0 \(load_masked at 0x140\): a masked indexed"):
         Program().load_masked(0x140, 0x100, 1, flags=FLAG_INDEXED)
-    with pytest.raises(ProgramError, match=rf"op 0 \(load at 0x140\): {BOTH}"):
-        Program().load(0x140, 1, flags=FLAG_INDEXED | FLAG_MASKED)
-
-
-def test_validator_refuses_an_indexed_masked_raw_row():
-    ops = Program().load(0x100, 1).load_indexed(0x1000, 64, 1).ops.copy()
-    Program.from_array(ops)           # indexed alone is a valid program
-    ops[1, COL_FLAGS] |= FLAG_MASKED
-    with pytest.raises(ProgramError, match=rf"op 1 \(LOAD addr=0x1000\): {BOTH}"):
+    ops = Program().load(0x100, 1).load_indexed(0x1000, 64, 1, masked=True).ops.copy()
+    Program.from_array(ops)
+    ops[1, COL_SRC] = 0x1000
+    with pytest.raises(ProgramError, match=r"op 1 \(LOAD addr=0x1000\): masked load"):
         Program.from_array(ops)
 
 

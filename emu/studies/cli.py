@@ -304,17 +304,28 @@ def _cmd_compare(args):
 def _configure_spectre(parser):
     parser.add_argument("gadget", choices=spectre.GADGETS,
                         help="v1: bounds check bypass; v1-lfence: with barrier_nospec after the "
-                             "check; v1-nospec: with array_index_nospec masking")
+                             "check; v1-nospec: with array_index_nospec masking; trained (the "
+                             "branch predictor trained in bounds, then attacked): v1-trained "
+                             "(the bound loaded), v1-nested (a second, nested check), v1-loaded "
+                             "(the index loaded in the body), v1-nospec-loaded (with "
+                             "array_index_nospec on that index)")
     parser.add_argument("--secret", type=lambda t: int(t, 0), default=0x5A, metavar="BYTE",
                         help="the secret byte beyond the array (default: 0x5a)")
+    parser.add_argument("--train", type=int, default=spectre.TRAIN_CALLS, metavar="N",
+                        help="a trained gadget's in-bounds calls before the attack (default: "
+                             f"{spectre.TRAIN_CALLS}; 0: the predictor untrained)")
     machine_options(parser, "skylake-ddr4")
 
 
 def _cmd_spectre(args):
     if not 0 <= args.secret <= 255:
         raise CliError(f"--secret {args.secret}: not a byte (0..255)")
+    if not 0 <= args.train <= spectre.MAX_TRAIN_CALLS:
+        raise CliError(f"--train {args.train}: not in 0..{spectre.MAX_TRAIN_CALLS}")
+    if args.train != spectre.TRAIN_CALLS and args.gadget not in spectre.TRAINED:
+        raise CliError(f"--train: {args.gadget} has no predicted branch to train")
     report = spectre.run_gadget(args.gadget, args.secret, args.profile,
-                                dict(args.overrides) or None)
+                                dict(args.overrides) or None, train_calls=args.train)
     return json.dumps(report, indent=2) + "\n" if args.json else spectre.table(report)
 
 

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from isa.ops import COL_FLAGS, COL_IMM, COL_OP, FLAG_INDEXED, N_COLS, PHYS_LIMIT, Op
+from isa.ops import COL_FLAGS, COL_IMM, COL_OP, N_COLS, PHYS_LIMIT, VALUE_USE, Op
 from isa.program import Program, ProgramError
 from isa.traces._stream import (
     _INT64_MAX,
@@ -112,13 +112,13 @@ def _raw_cut(ops, row0, reach, lookahead):
     """(rows, reach) of the longest prefix of `ops` (rows row0.. of an op array; with
     `lookahead`, its last row is the first one after them) that is a Program of its own: it
     ends where no branch body goes on (`reach`: the last row covered by the bodies seen so
-    far) and the next op is not an indexed load (that reads the value the op before it
-    loaded); (0, reach) if there is none."""
+    far) and the next op does not use the value the op before it loaded (isa.ops.VALUE_USE);
+    (0, reach) if there is none."""
     rows = row0 + np.arange(len(ops))
     body_end = np.where(ops[:, COL_OP] == Op.BRANCH, rows + ops[:, COL_IMM], -1)
     covered = np.maximum.accumulate(np.maximum(body_end, reach))
     ok = covered <= rows
-    ok[:-1] &= (ops[1:, COL_FLAGS] & FLAG_INDEXED) == 0
+    ok[:-1] &= (ops[1:, COL_FLAGS] & VALUE_USE) == 0
     # The lookahead row is no cut; the array's end is (a body beyond it fails validation).
     ok[-1] = not lookahead
     cut = np.flatnonzero(ok)

@@ -23,7 +23,8 @@ DEFAULT_PROFILE = "skylake-ddr4"
 VARIANTS = dmapool.VARIANTS
 METRIC = "time_us"
 SENSITIVE = ("software.dma_pool_call_ns", "instr.div64_cycles", "instr.lock_rmw_cycles",
-             "instr.pushf_pop_cycles", "instr.cli_cycles", "instr.sti_cycles", "core.freq_ghz")
+             "instr.pushf_pop_cycles", "instr.cli_cycles", "instr.sti_cycles", "core.freq_ghz",
+             "instr.branch_mispredict_cycles", "core.branch_history_bits")
 MAX_ROUNDS = 10 * dmapool.NR_TESTS   # about a second a round for all rows and variants
 
 
