@@ -486,7 +486,8 @@ class Machine:
         for d in levels.values():
             d["hits"] = d["load_hits"] + d["store_hits"]
             d["misses"] = d["load_misses"] + d["store_misses"]
-        media = {n: dict(zip(md.MEDIA_COUNTER_NAMES, map(int, view("mcnt")[i])))
+        kinds = [self.profile.values["media"][n]["kind"] for n in self.media_names]
+        media = {n: {c: int(view("mcnt")[i, k]) for k, c in md.counter_names(kinds[i])}
                  for i, n in enumerate(self.media_names)}
         regions = {n: dict(zip(mm.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
                    for i, n in enumerate(self.region_names)}

@@ -1,10 +1,12 @@
 """Profiles of runs: where the cycles went, why dispatch stalled, and which cachelines
 missed, per function, per emitting source line and per region (`emu profile`).
 
-A RunProfile is read from a machine's counters (Machine.run_profile()): its sites' cycles, events
-and stall causes (emu.state.SCTR), its regions' misses and media lines, and its hot-line
-table (memmodel._hotlines). Sites are functions, or with isa.sourcelines.record_lines() a
-function and the line of Python that emitted the ops, "FUNCTION @ FILE:LINE".
+A RunProfile is read from a machine's counters (Machine.run_profile()): its sites' cycles,
+events and stall causes (emu.state.SCTR), its regions' misses and 64 B lines read and
+written at the media, and its hot-line table (memmodel._hotlines); docs/machine.md,
+"Counters", defines every counter. Sites are functions, or with
+isa.sourcelines.record_lines() a function and the line of Python that emitted the ops,
+"FUNCTION @ FILE:LINE".
 
 `capture()` profiles code that makes its own machines (a scenario): programs made inside
 record their lines, every machine made inside keeps a hot-line table, and the profiles of
@@ -37,7 +39,7 @@ class HotLine:
     addr: int           # the line's first byte
     region: str
     l1d_misses: int
-    store_misses: int   # of l1d_misses, those of stores
+    l1d_store_misses: int   # of l1d_misses, those of stores
     llc_misses: int
     sites: list         # the sites that missed on it (the first few; `more` if others did)
     more: bool
@@ -76,9 +78,9 @@ class RunProfile:
         regions = {}
         for i, name in enumerate(m.region_names):
             d = {"l1d_misses": int(hr[i, HR.L1D_MISSES]),
-                 "store_misses": int(hr[i, HR.STORE_MISSES]),
+                 "l1d_store_misses": int(hr[i, HR.STORE_MISSES]),
                  "llc_misses": int(hr[i, HR.LLC_MISSES])}
-            d.update({f"media_{k}": v for k, v in s["regions"][name].items()})
+            d.update(s["regions"][name])   # line_reads, line_writes
             regions[name] = d
         hot = {}
         rows = m.layout.view(m.S, "hot")
@@ -99,7 +101,7 @@ class RunProfile:
                 a = out.hot[line]
                 sites = a.sites + [n for n in h.sites if n not in a.sites]
                 out.hot[line] = HotLine(a.addr, a.region, a.l1d_misses + h.l1d_misses,
-                                        a.store_misses + h.store_misses,
+                                        a.l1d_store_misses + h.l1d_store_misses,
                                         a.llc_misses + h.llc_misses, sites[:N_TAGS],
                                         a.more or h.more or len(sites) > N_TAGS)
             else:

@@ -28,8 +28,9 @@ BLOCKS = (MM, EMU)
 
 # site_ctr[site, counter]; stats() names them in lower case. The ops, the L1D's load and
 # store accesses (as its level counters count them: a copy's every word), the memory side's
-# events (the misses, of which stores; media lines; cycles with a demand L1D / LLC miss outstanding,
-# counted to the site that issued it, as perf's CYCLE_ACTIVITY), then the stall causes: the
+# events (the misses, of which stores; 64 B lines read and written at the media; cycles with
+# a demand L1D / LLC miss outstanding, counted to the site that issued it, as perf's
+# CYCLE_ACTIVITY), then the stall causes: the
 # cycles dispatch waited, within the site, for a ROB or load buffer entry, a store buffer
 # entry, a line fill buffer, a load's data, a fence or locked op (an SFENCE's wait for the
 # write-backs and NT stores before it included), a store buffer full of flushes, STAC/CLAC, the
@@ -41,7 +42,11 @@ _SCTR_EVENTS = ("CYCLES OPS LOADS STORES L1D_MISSES LLC_MISSES MEDIA_READS MEDIA
 _SCTR_STALLS = "WINDOW STORE_BUFFER FILL_BUFFER DEPENDENCY FENCE FLUSH SMAP WORK MISPREDICT FAULT " \
     "RETIRE_WAIT"
 SCTR = fields("SCTR", f"{_SCTR_EVENTS} {_SCTR_STALLS}")
-SITE_COUNTER_NAMES = tuple(c.name.lower() for c in SCTR)
+# stats()'s names of SCTR: MEDIA_READS/MEDIA_WRITES are 64 B lines, named as the media's and
+# the regions' counts of them (docs/machine.md, "Counters"); the compiled code's enum keeps
+# its names.
+_RENAMED = {"media_reads": "line_reads", "media_writes": "line_writes"}
+SITE_COUNTER_NAMES = tuple(_RENAMED.get(c.name.lower(), c.name.lower()) for c in SCTR)
 STALL_CAUSES = tuple(n.lower() for n in _SCTR_STALLS.split())
 N_SCOUNT = len(SCTR)
 

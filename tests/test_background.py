@@ -149,7 +149,7 @@ def _fake_job(values, calls, per_io_bytes=4096, alone_iops=400e3):
         others = bg["optane"]["write_gbps"] * 1e9 if bg else 0.0
         iops = min(alone_iops, (peak - others) / per_io_bytes) or 1.0
         return FioResult(ios=1, jobs=1, cycles=1, ns_per_io=1e9 / iops, iops=iops, sites={},
-                         media={"optane": {"reads": 0, "writes": per_io_bytes // 64}})
+                         media={"optane": {"line_reads": 0, "line_writes": per_io_bytes // 64}})
     return run_once
 
 

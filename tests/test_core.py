@@ -244,9 +244,9 @@ def test_dirty_victim_is_written_back_to_memory():
     m.run(Program().store(0x0, b"a").load(0x40))
     assert m.dirty_lines("l1d") == [] and m.dirty_lines("l2") == [0]
     m.run(Program().load(0x80))
-    assert m.dirty_lines("llc") == [0] and m.stats()["media"]["dram"]["writes"] == 0
+    assert m.dirty_lines("llc") == [0] and m.stats()["media"]["dram"]["line_writes"] == 0
     m.run(Program().load(0xC0))
-    assert m.stats()["media"]["dram"]["writes"] == 1
+    assert m.stats()["media"]["dram"]["line_writes"] == 1
 
 
 # ------------------------------------------------------------------ determinism
@@ -307,7 +307,7 @@ def test_optane_partial_xplines_cost_read_modify_writes():
     m.run(p.sfence())
     c = m.stats()["media"]["optane"]
     # the buffer holds `entries` XPLines; each further one evicts a partially written one
-    assert c["read_modify_writes"] == entries and c["media_line_writes"] == entries
+    assert c["read_modify_writes"] == entries and c["xpline_writes"] == entries
 
 
 def test_optane_whole_xplines_are_written_without_reading():
@@ -322,8 +322,8 @@ def test_optane_whole_xplines_are_written_without_reading():
     # every XPLine is written to the media once, when the buffer holds it whole (the
     # buffer combines, [YA20] Fig. 9): 2 x entries media writes, none at its eviction (the
     # evicted XPLines were clean) and no reads
-    assert c["read_modify_writes"] == 0 and c["media_line_writes"] == 2 * entries
-    assert c["media_line_reads"] == 0
+    assert c["read_modify_writes"] == 0 and c["xpline_writes"] == 2 * entries
+    assert c["xpline_reads"] == 0
 
 
 def test_write_bandwidth_bounds_a_stream_of_posted_writes():
@@ -413,12 +413,12 @@ def test_rep_movsb_long_copy_writes_whole_lines_without_rfo():
     m.run(Program().load(0x20000).rep_movsb(0x40000, 0x20000, n))
     src_lines = n // 64
     # the source is read (one line was loaded before); the destination is never read
-    assert m.stats()["media"]["dram"]["reads"] == src_lines
+    assert m.stats()["media"]["dram"]["line_reads"] == src_lines
     m2 = machine()
     small = 512
     assert small < thr
     m2.run(Program().rep_movsb(0x40000, 0x20000, small))
-    assert m2.stats()["media"]["dram"]["reads"] == 2 * small // 64  # source + RFO of dest
+    assert m2.stats()["media"]["dram"]["line_reads"] == 2 * small // 64  # source + RFO of dest
 
 
 def test_address_ranges_beyond_physical_memory_are_rejected_before_running():
@@ -497,7 +497,7 @@ def test_a_line_never_cached_here_comes_from_the_writer_not_from_dram():
     m = machine()
     run1(m, lambda p: p.peer_write(A, size=8, value=0x1122334455667788))
     assert run1(m, lambda p: p.load(A)) == hitm_cycles(m)
-    assert m.stats()["media"]["dram"]["reads"] == 0
+    assert m.stats()["media"]["dram"]["line_reads"] == 0
     assert m.read(A, 8) == (0x1122334455667788).to_bytes(8, "little")
 
 
@@ -505,7 +505,7 @@ def test_our_dirty_copy_goes_to_the_writer_without_a_memory_write():
     m = machine()
     run1(m, lambda p: p.store(A, b"ourbytes"))
     run1(m, lambda p: p.peer_write(A + 8, b"theirs!!"))
-    assert m.stats()["media"]["dram"]["writes"] == 0
+    assert m.stats()["media"]["dram"]["line_writes"] == 0
     assert m.read(A, 16) == b"ourbytestheirs!!"
     assert run1(m, lambda p: p.store(A, b"again...")) == hitm_cycles(m)
     assert m.stats()["levels"]["llc"]["peer_transfers"] == 1

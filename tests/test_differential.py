@@ -90,9 +90,9 @@ def assert_same(m, ref, levels):
         assert got == want, f"{name} counters"
         assert m.cache_contents(name) == ref.contents(name), f"{name} contents"
         assert emu_dirty_lines(m, name) == ref.dirty_lines(name), f"{name} dirty lines"
-    assert es["media"]["dram"]["writes"] == ref.mem_writes, "write-backs to memory"
+    assert es["media"]["dram"]["line_writes"] == ref.mem_writes, "write-backs to memory"
     assert es["regions"]["dram0"]["line_writes"] == ref.mem_writes, "region line writes"
-    assert es["media"]["dram"]["reads"] == ref.mem_reads, "line reads from memory"
+    assert es["media"]["dram"]["line_reads"] == ref.mem_reads, "line reads from memory"
 
 
 # ------------------------------------------------------------------ strategies
@@ -281,4 +281,4 @@ def test_listed_contents_after_short_trace():
         == [1, 7, 0, 1]
     assert [s["l2"][k] for k in ("load_hits", "load_misses", "store_hits", "store_misses",
                                  "writeback_in_hits", "writeback_in_misses")] == [1, 6, 0, 1, 1, 0]
-    assert m.stats()["media"]["dram"]["writes"] == 0
+    assert m.stats()["media"]["dram"]["line_writes"] == 0

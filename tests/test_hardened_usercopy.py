@@ -92,10 +92,10 @@ def test_memmap_placement_decides_the_media_of_the_struct_page_read(placement, o
     __check_object_size(p, hard, 8 * GiB + 18 * MiB + 4096 * 7, 4096, False)
     m.run(p)
     media = m.stats()["media"]
-    assert (media["optane"]["reads"] > 0) is optane_reads
+    assert (media["optane"]["line_reads"] > 0) is optane_reads
     # mem_section (the variable, the roots array, the root page), vmemmap, current,
     # task->stack: at least four DRAM lines; the struct page a fifth
-    assert media["dram"]["reads"] >= (5 if not optane_reads else 4)
+    assert media["dram"]["line_reads"] >= (5 if not optane_reads else 4)
 
 
 def slab_rig(fallback=True):

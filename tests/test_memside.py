@@ -198,7 +198,7 @@ def test_a_clwb_burst_goes_through_the_same_wpq_and_intake():
         return m.run(p.sfence(), drain=False).cycles, m.stats()["media"]["optane"]
     (t4, c4), (t8, c8) = burst(4), burst(8)
     assert t8 - t4 == cdiv(4 * IN_FP) - 3 == 242
-    assert (c4["wpq_full_stall_cycles"], c8["writes"]) == (0, 8)
+    assert (c4["wpq_full_stall_cycles"], c8["line_writes"]) == (0, 8)
     assert c8["wpq_full_stall_cycles"] > 0
 
 
@@ -283,7 +283,7 @@ def test_a_chunk_of_an_xpline_still_being_read_waits_for_its_data():
     p = Program().load(dimm(m, 0)).load(dimm(m, 1)).work(1000, dependent=True)
     assert m.run(p).cycles == 671 + 1000 == 1671
     c = m.stats()["media"]["optane"]
-    assert (c["media_line_reads"], c["xpbuffer_hits"]) == (1, 1)
+    assert (c["xpline_reads"], c["xpbuffer_hits"]) == (1, 1)
     # issued once the XPLine is in (its address from the first's data, at 671), the second
     # is a plain buffered read: 671 + 373 = 1044
     m = machine(OPTANE)
@@ -307,10 +307,10 @@ def test_a_whole_xpline_rewritten_before_its_media_write_begins_joins_it():
             p.movnt(dimm(m, 4 * x + k), size=64, value=1)
     m.run(p.sfence())
     c = m.stats()["media"]["optane"]
-    assert (c["media_line_writes"], c["read_modify_writes"]) == (3, 0)
+    assert (c["xpline_writes"], c["read_modify_writes"]) == (3, 0)
     m.run(Program().work(5000))
     m.run(fill_one_xpline(m))   # a, whose media write is long done
-    assert m.stats()["media"]["optane"]["media_line_writes"] == 4
+    assert m.stats()["media"]["optane"]["xpline_writes"] == 4
 
 
 def test_a_hot_region_that_fits_the_buffer_is_written_once_per_write():
@@ -324,7 +324,7 @@ def test_a_hot_region_that_fits_the_buffer_is_written_once_per_write():
             p.movnt(dimm(m, k), size=64, value=1)
         m.run(p.sfence().work(20000))
     c = m.stats()["media"]["optane"]
-    assert (c["media_line_writes"], c["media_line_reads"], c["writes"]) == (128, 0, 512)
+    assert (c["xpline_writes"], c["xpline_reads"], c["line_writes"]) == (128, 0, 512)
 
 
 @pytest.mark.parametrize("gap_lines, same", [(4, False), (24, True), (28, False), (48, True)])

@@ -57,8 +57,9 @@ def test_site_counts_add_up_to_the_run():
     assert sum(d["l1d_misses"] for d in sites) == s["levels"]["l1d"]["misses"]
     assert sum(d["l1d_store_misses"] for d in sites) == s["levels"]["l1d"]["store_misses"]
     assert sum(d["llc_misses"] for d in sites) == s["levels"]["llc"]["misses"]
-    assert sum(d["media_reads"] for d in sites) == sum(d["reads"] for d in s["media"].values())
-    assert sum(d["media_writes"] for d in sites) == sum(d["writes"] for d in s["media"].values())
+    assert sum(d["line_reads"] for d in sites) == sum(d["line_reads"] for d in s["media"].values())
+    assert sum(d["line_writes"] for d in sites) == \
+        sum(d["line_writes"] for d in s["media"].values())
     # every miss is to an address of some region, and the table held every missing line
     assert sum(d["l1d_misses"] for d in p.regions.values()) == s["levels"]["l1d"]["misses"]
     assert p.hot_dropped == 0
@@ -168,7 +169,7 @@ def test_hot_lines_of_a_conflict_pattern():
     m.run(Program().loads(np.array(once + conflict * 10)))
     hot = m.run_profile().hot_lines(9)
     assert sorted(h.addr for h in hot) == conflict
-    assert all(h.l1d_misses == 10 and h.store_misses == 0 for h in hot)
+    assert all(h.l1d_misses == 10 and h.l1d_store_misses == 0 for h in hot)
 
 
 def test_a_full_table_counts_what_it_left_out():

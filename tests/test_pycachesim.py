@@ -215,7 +215,7 @@ def test_mixed_streaming(trace):
     m = run_emu(kinds, addrs)
     _, (p1, p2, p3) = run_pcs(kinds, addrs)
     s = m.stats()["levels"]
-    writes = m.stats()["media"]["dram"]["writes"]
+    writes = m.stats()["media"]["dram"]["line_writes"]
     assert s["l1d"]["dirty_writebacks"] > 0
     # L1 and L2 identical; no write-back misses L2 (precondition, no (C) at L2)
     assert s["l2"]["writeback_in_misses"] == 0 and p2.LOAD_count == p1.MISS_count

@@ -8,7 +8,8 @@ apply: Dr/Dw (L1D reads and writes, a copy's every word), D1mr/D1mw (L1D read/wr
 and DLmr/DLmw (last-level misses); there are no instruction events (Ir), the ops are not x86
 instructions. The emulator's own events: Cyc
 (cycles), Ops, the stall causes and Busy (a partition of Cyc, emu.profiler), L1Pend/LLPend
-(cycles a demand miss was outstanding), MediaR/MediaW (media lines read/written).
+(cycles a demand miss was outstanding), LineR/LineW (line_reads/line_writes: 64 B lines read
+from and written to the media).
 A site without a source line (a trace's, a function of a vectorised builder) is file ???
 line 0, as cachegrind writes code without debug information.
 """
@@ -28,8 +29,8 @@ EVENTS = (
     ("DLmw", lambda d: d["llc_store_misses"]),
     ("L1Pend", lambda d: d["l1d_pending"]),
     ("LLPend", lambda d: d["llc_pending"]),
-    ("MediaR", lambda d: d["media_reads"]),
-    ("MediaW", lambda d: d["media_writes"]),
+    ("LineR", lambda d: d["line_reads"]),
+    ("LineW", lambda d: d["line_writes"]),
     *((c.title().replace("_", ""), lambda d, c=c: d[c]) for c in (*STALL_CAUSES, "busy")),
 )
 EVENT_NAMES = tuple(e for e, _ in EVENTS)

@@ -41,22 +41,24 @@ def copy_to(region, profile=PROFILE, n=COPY_BYTES):
             "ns": result.seconds * 1e9,
             "l1d_misses": s["levels"]["l1d"]["misses"],
             "llc_misses": s["levels"]["llc"]["misses"],
-            "writes": s["media"][media]["writes"],
-            "media_line_writes": s["media"][media]["media_line_writes"]}
+            "line_writes": s["media"][media]["line_writes"],
+            # a DRAM has no XPLines: "-"
+            "xpline_writes": s["media"][media].get("xpline_writes", "-")}
 
 
 def main():
     rows = [copy_to("dram0"), copy_to("pmem0")]
     print(f"{PROFILE}: rep movsb of {COPY_BYTES // 1024} KiB from dram0, then clwb + sfence\n")
-    cols = ["region", "media", "cycles", "ns", "l1d_misses", "llc_misses", "writes", "media_line_writes"]
+    cols = ["region", "media", "cycles", "ns", "l1d_misses", "llc_misses", "line_writes",
+            "xpline_writes"]
     cells = [[str(r[c]) if c != "ns" else f"{r[c]:.0f}" for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     for row in [cols] + cells:
         print("  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
-    print("\nwrites: 64 B writes accepted by the memory controller (the ADR persistence domain on\n"
-          "Optane); media_line_writes: lines written to the media itself - on Optane 256 B XPLines\n"
-          "leaving the on-DIMM XPBuffer, which holds 16 KiB per DIMM, so a small copy may not\n"
-          "reach the 3D XPoint media yet.")
+    print("\nline_writes: 64 B lines accepted by the memory controller (the ADR persistence\n"
+          "domain on Optane); xpline_writes: 256 B XPLines Optane's media wrote, leaving the\n"
+          "on-DIMM XPBuffer, which holds 16 KiB per DIMM, so a small copy may not reach the\n"
+          "3D XPoint media yet (a DRAM has no XPLines: -).")
     return 0
 
 

@@ -141,7 +141,7 @@ def loaded_run(run_once, values, jobs, ios, per_socket=None):
                                      "background": None, "converged": True}
     short = max(1, ios // SEARCH_DIVISOR)
     first = run_once(None, short)
-    per_io = {n: (c["reads"] * 64, c["writes"] * 64) for n, c in first.media.items()}
+    per_io = {n: (c["line_reads"] * 64, c["line_writes"] * 64) for n, c in first.media.items()}
     f0 = 1e9 / first.ns_per_io
     # no more than the media take: others + 1 jobs at s fill a media's peak at s_cap, where
     # the job's own share is at most 1/(others + 1) of it, so the root lies below

@@ -25,7 +25,7 @@ from emu.studies.options import (
 # the columns of the per-function and per-line tables: (heading, counter)
 EVENTS = (("loads", "loads"), ("stores", "stores"), ("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
           ("L1D pend", "l1d_pending"), ("LLC pend", "llc_pending"),
-          ("media rd", "media_reads"), ("media wr", "media_writes"))
+          ("line rd", "line_reads"), ("line wr", "line_writes"))
 SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf",
          "dependency": "dep", "fence": "fence", "flush": "flush", "smap": "smap",
          "work": "work", "mispredict": "mispred", "fault": "fault",
@@ -57,10 +57,10 @@ def text(label, p, top, lines):
         more = f" (top {lines} of {len(src)} by cycles)" if len(src) > lines else ""
         out += [f"\nsource lines{more}\n", _counter_table("line", rows, total)]
     out.append("\n")
-    out.append(table(["region", "L1D misses", "of stores", "LLC misses", "media line reads",
-                       "media line writes"],
-                      [[n, d["l1d_misses"], d["store_misses"], d["llc_misses"],
-                        d["media_line_reads"], d["media_line_writes"]]
+    out.append(table(["region", "L1D misses", "of stores", "LLC misses", "line reads",
+                       "line writes"],
+                      [[n, d["l1d_misses"], d["l1d_store_misses"], d["llc_misses"],
+                        d["line_reads"], d["line_writes"]]
                        for n, d in p.regions.items()]))
     hot = p.hot_lines(top)
     if hot:
@@ -69,7 +69,7 @@ def text(label, p, top, lines):
                       if p.hot_dropped else "") + ")\n")
         out.append(table(["line", "region", "L1D misses", "of stores", "LLC misses",
                            "missed at"],
-                          [[f"{h.addr:#x}", h.region, h.l1d_misses, h.store_misses,
+                          [[f"{h.addr:#x}", h.region, h.l1d_misses, h.l1d_store_misses,
                             h.llc_misses, ", ".join(_site_text(s) for s in h.sites)
                             + (", ..." if h.more else "")] for h in hot]))
     return "".join(out)

@@ -258,8 +258,8 @@ def _trace_table(r):
                       [[n, d["hits"], d["misses"], "-" if d["miss_ratio"] is None else f"{d['miss_ratio']:.4f}",
                         d["fills"], d["dirty_writebacks"]] for n, d in r["levels"].items()]))
     out.append("\n")
-    out.append(table(["media", "reads", "writes"],
-                      [[n, d["reads"], d["writes"]] for n, d in r["media"].items()]))
+    out.append(table(["media", "line reads", "line writes"],
+                      [[n, d["line_reads"], d["line_writes"]] for n, d in r["media"].items()]))
     out.append("\n")
     out.append(table(["region", "line reads", "line writes"],
                       [[n, d["line_reads"], d["line_writes"]] for n, d in r["regions"].items()]))

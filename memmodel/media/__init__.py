@@ -56,10 +56,19 @@ MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT HOLD_LAT ACK_LAT RD_OCC
             "CHANNELS CH_INV INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
 N_MPARAMS = len(MP)
 
-# mcnt[media, counter]; stats() names them in lower case
+# mcnt[media, counter]. READS/WRITES: 64 B lines at the controller; MEDIA_LINE_*: the
+# media's own accesses, an XPLine on Optane, a 64 B line (the same count as READS/WRITES) on
+# a DRAM-like kind.
 MC = fields("MC", "READS WRITES PARTIAL_WRITES MEDIA_LINE_READS MEDIA_LINE_WRITES "
             "READ_MODIFY_WRITES XPBUFFER_HITS WPQ_FULL_STALL_CYCLES READ_QUEUE_CYCLES")
-MEDIA_COUNTER_NAMES = tuple(c.name.lower() for c in MC)
+# stats()'s names of MC, one name per quantity with its unit (docs/machine.md, "Counters"):
+# the compiled code's enum keeps its names, these are the API's.
+MEDIA_COUNTER_NAMES = ("line_reads", "line_writes", "partial_writes", "xpline_reads",
+                       "xpline_writes", "read_modify_writes", "xpbuffer_hits",
+                       "wpq_full_stall_cycles", "read_queue_cycles")
+# Reported only by a kind timed in XPLines (optane.py): a DRAM-like kind's media reads and
+# writes 64 B lines, which line_reads and line_writes count already.
+XPLINE_COUNTERS = ("xpline_reads", "xpline_writes")
 N_MCOUNTERS = len(MC)
 
 # mglob[]: interconnect (a read's extra latency, a WC buffer's extra hold) and the shape of a
@@ -82,6 +91,13 @@ XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")
 def module(kind):
     """The module that times media of `kind`."""
     return import_module(f"{__name__}.{KINDS[kind][0]}")
+
+
+def counter_names(kind):
+    """(index in mcnt, name) of the counters media of `kind` reports in stats()."""
+    xplines = KINDS[kind][0] == "optane"
+    return tuple((i, n) for i, n in enumerate(MEDIA_COUNTER_NAMES)
+                 if xplines or n not in XPLINE_COUNTERS)
 
 
 def kind_keys(kind):

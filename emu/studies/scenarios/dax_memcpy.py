@@ -75,7 +75,7 @@ def run_variant(profile, overrides, variant, rounds, fast_forward=True):
     nv_media = dst["media"]
     return {"seconds": r.seconds, "cycles": r.cycles, "passes_fast_forwarded": r.fast_forwarded,
             "bytes_copied": rounds * BUFFER_BYTES,
-            "nvdimm_line_writes": s["media"][nv_media]["writes"],
+            "nvdimm_line_writes": s["media"][nv_media]["line_writes"],
             "llc_misses": s["levels"][m.level_names[-1]]["misses"]}
 
 

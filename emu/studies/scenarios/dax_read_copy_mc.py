@@ -108,7 +108,7 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
                            per_socket)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "gbytes_per_s": r.iops * bs / 1e9, "functions_cycles_per_io": r.sites,
-            "pmem_reads_per_io": r.media[names["pmem"]]["reads"], "jobs_loaded": loaded}
+            "pmem_reads_per_io": r.media[names["pmem"]]["line_reads"], "jobs_loaded": loaded}
 
 
 def _check_poison(offset, file_size):

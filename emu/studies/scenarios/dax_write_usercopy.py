@@ -129,8 +129,8 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
     r, loaded = loaded_run(run_once, load_profile(profile, overrides or None).values, jobs, ios)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "functions_cycles_per_io": r.sites,
-            "pmem_reads_per_io": r.media[names["pmem"]]["reads"],
-            "pmem_writes_per_io": r.media[names["pmem"]]["writes"], "jobs_loaded": loaded}
+            "pmem_reads_per_io": r.media[names["pmem"]]["line_reads"],
+            "pmem_writes_per_io": r.media[names["pmem"]]["line_writes"], "jobs_loaded": loaded}
 
 
 def run(options):

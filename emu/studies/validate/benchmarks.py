@@ -170,7 +170,7 @@ def ewr(m, nbytes, writes=50000):
                                              _rows(Op.SFENCE, [0])])))
     s = m.stats()["media"]["optane"]
     xpline = m.profile.values["media"]["optane"]["xpline_bytes"]
-    return s["writes"] * LINE / (s["media_line_writes"] * xpline)
+    return s["line_writes"] * LINE / (s["xpline_writes"] * xpline)
 
 
 def fence_cycles(m, op, n=1000):
