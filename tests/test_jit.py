@@ -71,18 +71,24 @@ PROBE = ("import numpy as np; from emu import state; from emu.core import run; "
          "S = np.zeros(2, np.int64); run(S); print(int(S[state.S_NOW]))")
 
 
-@pytest.mark.parametrize("user_cache_dir", [False, True])
-def test_a_reordered_constants_module_never_runs_a_stale_core(tmp_path, user_cache_dir):
-    """The stale-core trap memmodel/jit.py guards against: reorder the fields of a module that
-    only holds constants; the cached core must not keep writing the old offset."""
+def _package(tmp_path, modules):
+    """A package of memmodel/jit.py and the given emu modules {name: source} in tmp_path;
+    the environment without NUMBA_ settings."""
     (tmp_path / "memmodel").mkdir()
     (tmp_path / "emu").mkdir()
     shutil.copy(ROOT / "memmodel" / "jit.py", tmp_path / "memmodel" / "jit.py")
     for f in ("memmodel/__init__.py", "emu/__init__.py"):
         (tmp_path / f).write_text("")
-    (tmp_path / "emu" / "state.py").write_text(STATE)
-    (tmp_path / "emu" / "core.py").write_text(CORE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    for name, source in modules.items():
+        (tmp_path / "emu" / f"{name}.py").write_text(source)
+    return {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+
+
+@pytest.mark.parametrize("user_cache_dir", [False, True])
+def test_a_reordered_constants_module_never_runs_a_stale_core(tmp_path, user_cache_dir):
+    """The stale-core trap memmodel/jit.py guards against: reorder the fields of a module that
+    only holds constants; the cached core must not keep writing the old offset."""
+    env = _package(tmp_path, {"state": STATE, "core": CORE})
     if user_cache_dir:
         env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
 
@@ -202,13 +208,7 @@ def test_an_apart_function_is_called_not_copied_and_links_from_the_cache(tmp_pat
     from the cache still finds it: also one compiled against a helper that was itself loaded
     from the cache (whose list of functions to link numba would lose), in a process that
     compiles nothing. S[i] += 5, then returns 2 * S[i] + 1: 11."""
-    (tmp_path / "memmodel").mkdir()
-    (tmp_path / "emu").mkdir()
-    shutil.copy(ROOT / "memmodel" / "jit.py", tmp_path / "memmodel" / "jit.py")
-    for f in ("memmodel/__init__.py", "emu/__init__.py"):
-        (tmp_path / f).write_text("")
-    (tmp_path / "emu" / "phase.py").write_text(PHASE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env = _package(tmp_path, {"phase": PHASE})
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
 
     def probe(code, **extra):
