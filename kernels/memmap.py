@@ -36,7 +36,6 @@ SECTIONS_PER_ROOT = PAGE_SIZE // 16  # SPARSEMEM_EXTREME: a page of 16-byte mem_
 PFN_INFO_BYTES = 8192              # nd_pfn: the info block before the memmap (SZ_8K)
 PFN_ALIGN = 2 << 20                # nd_pfn default alignment (PMD size)
 KERNEL_DATA_BYTES = 64 << 20
-PMEM_KINDS = ("optane", "nvdimm-n")
 PMEM_MAPS = ("dev", "mem")
 
 
@@ -48,24 +47,24 @@ class Memmap:
     """Where the struct pages of every region live, for one machine's memory map.
 
     regions: the machine's regions (dicts with name, base, size_bytes, media, node,
-    privilege); media_kinds: media name -> kind. Supervisor regions on pmem media are
-    namespaces; `pmem_map` is ndctl's --map: "dev" (memmap in the namespace) or "mem" (in
+    privilege); persistence: media name -> its persistence domain ("none": volatile).
+    Supervisor regions on persistent media are namespaces; `pmem_map` is ndctl's --map: "dev" (memmap in the namespace) or "mem" (in
     DRAM). The DRAM-resident memmap and the kernel-data area take the top of the first
     supervisor DRAM region of node 0; nothing else may be placed there.
     """
 
-    def __init__(self, regions, media_kinds, pmem_map="dev"):
+    def __init__(self, regions, persistence, pmem_map="dev"):
         if pmem_map not in PMEM_MAPS:
             raise ValueError(f"pmem_map must be one of {PMEM_MAPS}, not {pmem_map!r}")
         self.pmem_map = pmem_map
         self.regions = sorted(regions, key=lambda r: r["base"])
-        kind = {r["name"]: media_kinds[r["media"]] for r in self.regions}
+        volatile = {r["name"]: persistence[r["media"]] == "none" for r in self.regions}
         self.namespaces = [r for r in self.regions
-                           if kind[r["name"]] in PMEM_KINDS and r["privilege"] == "supervisor"]
-        home = [r for r in self.regions if kind[r["name"]] == "dram" and r["node"] == 0
+                           if not volatile[r["name"]] and r["privilege"] == "supervisor"]
+        home = [r for r in self.regions if volatile[r["name"]] and r["node"] == 0
                 and r["privilege"] == "supervisor"]
         if not home:
-            raise ValueError("the memmap model needs a supervisor DRAM region on node 0")
+            raise ValueError("the memmap model needs a supervisor volatile DRAM region on node 0")
         home = home[0]
         in_dram = [r for r in self.regions if r not in self.namespaces or pmem_map == "mem"]
         dram_bytes = align_up(sum(r["size_bytes"] for r in in_dram) // PAGE_SIZE

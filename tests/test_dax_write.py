@@ -187,8 +187,8 @@ def test_mapping_past_the_device_is_a_short_write_then_erange():
 
 def test_bad_files_and_iterators_are_named():
     m, f, *_ = rig("bypass")
-    kinds = {n: v["kind"] for n, v in m.profile.values["media"].items()}
-    mm = Memmap(list(m.regions.values()), kinds)
+    persistence = {n: v["persistence"] for n, v in m.profile.values["media"].items()}
+    mm = Memmap(list(m.regions.values()), persistence)
     with pytest.raises(ValueError, match="past the end"):
         DaxFile.create(mm, f.dax, f.bdev, f.dax.pmem.capacity, 4096)
     with pytest.raises(ValueError, match="bvec"):

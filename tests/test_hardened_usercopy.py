@@ -22,7 +22,7 @@ REGIONS = [dict(name="dram0", base=0, size_bytes=4 * GiB, media="dram", node=0),
            dict(name="user0", base=4 * GiB, size_bytes=16 * MiB, media="dram", node=0,
                 privilege="user"),
            dict(name="pmem0", base=8 * GiB, size_bytes=1 * GiB, media="optane", node=0)]
-KINDS = {"dram": "dram", "optane": "optane"}
+PERSISTENCE = {"dram": "none", "optane": "adr"}
 DIV64 = 36     # cycles of the slab check's 64-bit DIV: an input the check passes on as WORK
 
 
@@ -31,7 +31,7 @@ def machine():
 
 
 def memmap(m, placement):
-    return Memmap(list(m.regions.values()), KINDS, placement)
+    return Memmap(list(m.regions.values()), PERSISTENCE, placement)
 
 
 def test_struct_page_addresses_by_hand():
@@ -54,10 +54,10 @@ def test_struct_page_addresses_by_hand():
 
 def test_bad_placement_and_missing_dram_are_named():
     with pytest.raises(ValueError, match="pmem_map"):
-        Memmap(REGIONS, KINDS, "ram")
+        Memmap(REGIONS, PERSISTENCE, "ram")
     only_pmem = [dict(REGIONS[2], privilege="supervisor")]
     with pytest.raises(ValueError, match="DRAM region on node 0"):
-        Memmap(only_pmem, KINDS)
+        Memmap(only_pmem, PERSISTENCE)
 
 
 def loads(p):

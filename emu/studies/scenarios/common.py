@@ -10,7 +10,7 @@ def with_user_region(values):
     made a user region named "user0" (the user process's memory); the rest stays the
     kernel's."""
     regions = [dict(r) for r in values["region"]]
-    home = next((r for r in regions if values["media"][r["media"]]["kind"] == "dram"
+    home = next((r for r in regions if values["media"][r["media"]]["persistence"] == "none"
                  and r["node"] == 0 and r["privilege"] == "supervisor"), None)
     if home is None or home["size_bytes"] <= 2 * USER_BYTES:
         raise ProfileError("the scenario needs a supervisor DRAM region on node 0 of more than "

@@ -42,11 +42,14 @@ OPTIONS = (
 
 
 def _regions(m, remote):
-    """(NVDIMM destination, DRAM source) regions for the placement."""
-    nv = [n for n, r in m.regions.items() if m.profile.values["media"][r["media"]]["kind"] == "nvdimm-n"]
-    dram = [n for n, r in m.regions.items() if m.profile.values["media"][r["media"]]["kind"] == "dram"]
+    """(persistent destination, volatile source) regions for the placement: the NVDIMM and
+    DRAM of the study's machine, by their media's persistence, not their kind."""
+    media = m.profile.values["media"]
+    nv = [n for n, r in m.regions.items() if media[r["media"]]["persistence"] != "none"]
+    dram = [n for n, r in m.regions.items() if media[r["media"]]["persistence"] == "none"]
     if not nv or not dram:
-        raise ProfileError(f"profile {m.profile.name!r} needs an nvdimm-n and a dram region")
+        raise ProfileError(f"profile {m.profile.name!r} needs a persistent and a volatile "
+                           f"region")
     want = 1 if remote else 0
     dst = [n for n in nv if m.regions[n]["node"] == want]
     src = [n for n in dram if m.regions[n]["node"] == 0]

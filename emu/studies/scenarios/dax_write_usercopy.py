@@ -76,8 +76,8 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     values = load_profile(profile, overrides or None).values
     m = Machine(profile, overrides or None, regions=with_user_region(values),
                 smap="smap" in values["core"]["cpu_features"], background=background)
-    kinds = {n: v["kind"] for n, v in values["media"].items()}
-    mm = Memmap(list(m.regions.values()), kinds, pmem_map)
+    persistence = {n: v["persistence"] for n, v in values["media"].items()}
+    mm = Memmap(list(m.regions.values()), persistence, pmem_map)
     namespaces = [r for r in mm.namespaces if r["node"] == 0]
     if not namespaces:
         raise ProfileError(f"profile {m.profile.name!r} has no pmem (optane or nvdimm-n) "

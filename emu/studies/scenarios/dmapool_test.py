@@ -52,7 +52,8 @@ def kernel_base(m):
     node 0 large enough for a test row."""
     for r in sorted(m.regions.values(), key=lambda r: r["base"]):
         if r["privilege"] == "supervisor" and r["node"] == 0 and r["size_bytes"] >= \
-                dmapool.SPAN_BYTES and m.profile.values["media"][r["media"]]["kind"] == "dram":
+                dmapool.SPAN_BYTES and \
+                m.profile.values["media"][r["media"]]["persistence"] == "none":
             return r["base"]
     raise ProfileError(f"profile {m.profile.name!r} has no supervisor DRAM region on node 0 of "
                        f"{dmapool.SPAN_BYTES >> 20} MiB or more for the pools")
