@@ -277,7 +277,7 @@ STUDY_OPTIONS = [   # (argv, what the error names)
     (["dax-memcpy", "--scale", "0"], "--scale"),
     (["dax-memcpy", "--scale", "-1"], "--scale"),
     (["dax-memcpy", "--scale", "2"], "--scale"),
-    (["dax-memcpy", "--profile", BASE], "nvdimm-n"),
+    (["dax-memcpy", "--profile", BASE], "a persistent and a volatile region"),
     (["dax-write-usercopy", "--ios", "1", "--file-size", str(10**13)], "--file-size"),
     (["dax-read-copy-mc", "--ios", "1", "--file-size", str(2**50)], "--file-size"),
     (["dax-write-usercopy", "--jobs", str(10**8)], "--jobs"),
