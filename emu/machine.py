@@ -112,10 +112,6 @@ def _announce_compile(m):
               file=sys.stderr, flush=True)
 
 
-# The state sections whose counters stats() reports and reset_stats() zeroes.
-_COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
-
-
 class Machine:
     """An emulated single core with its cache hierarchy, media and functional memory.
 
@@ -473,10 +469,8 @@ class Machine:
         changes: cache contents and replacement state, queues, timing and memory stay. The
         cycle count in stats() is the machine's time, not a counter, and is not reset
         (RunResult.cycles gives one run's own cycles)."""
-        for name in _COUNTER_SECTIONS:
-            self.layout.view(self.S, name)[...] = 0
-        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))
-        self.S[st.SC.SITE_LOADS] = self.S[st.SC.SITE_STORES] = 0   # marks in the zeroed ccnt
+        self.S[self.layout.where(self.S, "counter", "mark")] = 0   # the words of those roles
+        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))   # its lines, too
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""
@@ -506,19 +500,21 @@ class Machine:
 
     def state_hash(self, h=None):
         """sha256 (updated into `h` if given) over every section of the model's state, by
-        name, leaving out derived caches (memmodel.cache.DERIVED) and the site table's
-        unused rows: equal hashes mean the machine would behave identically from here on."""
+        name, leaving out its DERIVED words (memmodel.layout) and the site table's unused
+        rows: equal hashes mean the machine would behave identically from here on."""
         h = h or hashlib.sha256()
+        derived = np.zeros(len(self.S), dtype=bool)
+        derived[self.layout.where(self.S, "derived")] = True
         for name in sorted(self.layout.shapes):
-            if name in cm.DERIVED_SECTIONS:
-                continue
             v = self.layout.view(self.S, name)
-            if name in cm.DERIVED_COLUMNS:
-                v = np.ascontiguousarray(v[:, :cm.DERIVED_COLUMNS[name]])
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
                 v = v[:len(self.site_names)]
+            off = self.layout.offsets[name]
+            kept = ~derived[off:off + v.size]
+            if not kept.any():
+                continue
             h.update(name.encode())
-            h.update(v.tobytes())
+            h.update(v.reshape(-1)[kept].tobytes())
         return h.hexdigest()
 
     def cache_contents(self, level):
