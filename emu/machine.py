@@ -39,10 +39,9 @@ from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel import tables
 from memmodel._persist import PQ_ENTRIES
+from memmodel.build import build as build_memory_side
 from memmodel.layout import MS, MT, Layout
-from memmodel.prefetch import ip_stride, stream
 from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
@@ -148,30 +147,14 @@ class Machine:
                             memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
         self.memory_limit_bytes = int(memory_limit_bytes)
         self.background = check_background(background, v["media"], regions)
-        levels = list(v["cache"].values())
-        media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
         st.add_sections(self.layout, v, n_sites=16)
-        tables.add_sections(self.layout, v, len(regions))
-        cm.add_sections(self.layout, levels)
-        md.add_sections(self.layout, media)
-        mm.add_sections(self.layout, regions)
-        stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
-        ip_stride.add_sections(self.layout, v["prefetch"]["ip_stride_entries"])
-        hot.add_sections(self.layout, hot_lines, len(regions))
-        self.S = self.layout.build()
+        self.S, self.pt, self.frames = build_memory_side(
+            self.layout, v, regions, functional=functional, node=node, seed=seed,
+            hot_lines=hot_lines, background=self.background)
         st.init_sections(self.S, v, smap)
-        tables.init_sections(self.layout, self.S, v, functional, node)
-        cm.init_sections(self.layout, self.S, levels, seed)
-        stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
-        ip_stride.init_sections(self.layout, self.S, v["prefetch"]["ip_stride_entries"])
-        hot.init_sections(self.layout, self.S, hot_lines)
-        md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"], self.background)
-        self.pt, self.frames = mm.init_sections(
-            self.layout, self.S, regions, media_ids,
-            {n: v["media"][n]["persistence"] for n in self.media_names})
         # the core takes spare rows unasked (mm.grow checks the limit only when they run
         # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
         limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
