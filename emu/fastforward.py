@@ -4,7 +4,8 @@ The body runs N times back to back (as one program of N copies of it: nothing dr
 between). After each repetition a signature of the small sections (clocks relative, older
 values alike) is compared with those of the last MAX_PERIOD repetitions; one equal to the
 signature p repetitions before proposes a period p, and the state then is matched, word
-by word, against the state p repetitions later. Every word of the state is one of:
+by word, against the state p repetitions later. Every word of the state is one of (by the
+role it declares, memmodel.layout; CLASSIFIED):
 - a point on a clock (emu.timeshift): it must have moved by the clock's advance over the p
   repetitions, or not at all ("stale": a value no repetition rewrote, which must lie
   strictly before every moving value of its clock and before the clock itself at the
@@ -30,7 +31,7 @@ from emu import timeshift
 from emu.state import SC
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel.cache import N_LV, clock_of_level
+from memmodel.cache import N_LV
 from memmodel.layout import LV, LV_AT, MEMO, MEMO_AT, MS
 from memmodel.policies import packed, permutable
 from memmodel.prefetch import stream
@@ -110,10 +111,8 @@ class _Layout:
         self.in_block = in_block
         self.scratch = np.empty_like(S)   # match's copy of a state, reused: no fresh memory
         # each clock's own value (its "now"), for the stale test
-        self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
-                    "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
-        for lvl in range(len(m.level_names)):
-            self.now[clock_of_level(lvl)] = LV_AT + lvl * N_LV + LV.STAMP
+        self.now = {r.clock: int(np.asarray(idx).reshape(-1)[0]) for idx, r in lay.words(S)
+                    if r.kind == "clock" and r.own}
         # the signature's clock values, per clock: (positions, the clock's word, its scale)
         groups = {}
         for j, clock in enumerate(self.sig_clock):

@@ -29,9 +29,11 @@ SC_ROLES = {
     **dict.fromkeys((SC.UOP_FRAC, SC.ROB_COUNT, SC.ROB_SLOTS, SC.SB_COUNT, SC.SITE, SC.AC,
                      SC.KERNEL, SC.REP_FRAC, SC.REG_LO, SC.REG_HI, SC.PAGE_OK, SC.VAL, SC.MASK,
                      SC.POISON_N, SC.FAULT, SC.FAULT_ADDR, SC.BP_HIST), EXACT),
-    **dict.fromkeys((SC.NOW, SC.DONE_MAX, SC.WORK_END, SC.DEP_READY, SC.SB_LAST,
+    SC.NOW: clock("cycles", own=True),
+    **dict.fromkeys((SC.DONE_MAX, SC.WORK_END, SC.DEP_READY, SC.SB_LAST,
                      SC.CLFLUSH_CHAIN, SC.FLUSH_UNIT, SC.SITE_START, SC.END), clock("cycles")),
-    SC.UOP_SEQ: clock("uops"), SC.LSEQ: clock("loads"), SC.ROB_HEAD: HEAD, SC.SB_HEAD: HEAD,
+    SC.UOP_SEQ: clock("uops", own=True), SC.LSEQ: clock("loads", own=True),
+    SC.ROB_HEAD: HEAD, SC.SB_HEAD: HEAD,
     # the ops, the sites' marks of them and of the memory side's totals (memmodel.layout.MS)
     **dict.fromkeys((SC.OPS, SC.SITE_OPS, SC.SITE_L1D_MISSES, SC.SITE_LLC_MISSES,
                      SC.SITE_MEDIA_READS, SC.SITE_MEDIA_WRITES, SC.SITE_L1D_STORE_MISSES,

@@ -55,7 +55,8 @@ def _lv_roles(layout, S):
     """Each level's use stamp, and its DERIVED columns."""
     rows = LV_AT + N_LV * np.arange(layout.shapes["lv"][0])
     return [(rows[:, None] + np.arange(LV.EMPTY, N_LV), DERIVED)] + [
-        (np.array([r + LV.STAMP]), clock(clock_of_level(lvl))) for lvl, r in enumerate(rows)]
+        (np.array([r + LV.STAMP]), clock(clock_of_level(lvl), own=True))
+        for lvl, r in enumerate(rows)]
 
 
 def _repl_roles(layout, S):

@@ -19,7 +19,8 @@ Every word has a role, declared where the word is: a scalar's next to its enum (
 field: role), a section's where it is added (Layout.add's `role`). emu.timeshift,
 emu.fastforward, Machine.reset_stats, stats() and state_hash() read the roles:
 - clock(c): a point on clock c (emu.timeshift names the clocks); clock(c, none=True): a
-  negative value means "none" and is no point in time;
+  negative value means "none" and is no point in time; clock(c, own=True): the clock's
+  own value, its "now" (one word per clock, but "fp": cycles x media.FP);
 - COUNTER: an event count stats() reports and reset_stats() zeroes;
 - TOTAL: a running total of events (or a site's mark of one) that reset_stats() leaves;
 - mark(section): a mark of counters of `section`, zeroed with them;
@@ -39,26 +40,26 @@ from enum import IntEnum
 import numpy as np
 
 
-Role = namedtuple("Role", "kind clock none head")
+Role = namedtuple("Role", "kind clock none head own", defaults=(None, False, None, False))
 
 
-def clock(c, none=False):
-    return Role("clock", c, none, None)
+def clock(c, none=False, own=False):
+    return Role("clock", c, none, None, own)
 
 
 def ring(head, c):
-    return Role("ring", c, False, head)
+    return Role("ring", c, head=head)
 
 
 def mark(section):
-    return Role("mark", None, False, section)
+    return Role("mark", head=section)
 
 
-COUNTER = Role("counter", None, False, None)
-TOTAL = Role("total", None, False, None)
-DERIVED = Role("derived", None, False, None)
-EXACT = Role("exact", None, False, None)
-HEAD = Role("head", None, False, None)
+COUNTER = Role("counter")
+TOTAL = Role("total")
+DERIVED = Role("derived")
+EXACT = Role("exact")
+HEAD = Role("head")
 
 
 def fields(name, names, start=0):
@@ -126,7 +127,7 @@ MS_ROLES = {
     **dict.fromkeys((MS.SPEC, MS.PQ_COUNT, MS.PEND_COUNT, MS.TAG), EXACT),
     MS.WB_PENDING: clock("cycles"), MS.MEM_END: clock("cycles"),
     MS.L1D_MISS_END: clock("cycles"), MS.LLC_MISS_END: clock("cycles"),
-    MS.MEM_STAMP: clock("mem"), MS.PEND_HEAD: HEAD,
+    MS.MEM_STAMP: clock("mem", own=True), MS.PEND_HEAD: HEAD,
     **dict.fromkeys((MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                      MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING,
                      MS.LLC_PENDING), TOTAL),

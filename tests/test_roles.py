@@ -71,3 +71,14 @@ def test_fast_forward_classifies_every_role_and_reads_the_layout(machine):
     assert kinds[SC.NOW].clock == "cycles" and kinds[MS.MEM_STAMP].clock == "mem"
     assert SC.ROB_HEAD in heads and MS.PEND_HEAD in heads
 
+
+
+def test_each_clock_but_fp_has_one_own_word(machine):
+    own = {}
+    for idx, role in machine.layout.words(machine.S):
+        if role.kind == "clock" and role.own:
+            own.setdefault(role.clock, []).extend(np.asarray(idx).reshape(-1).tolist())
+    levels = [f"lru{i}" for i in range(len(machine.level_names))]
+    assert {c: len(w) for c, w in own.items()} == dict.fromkeys(
+        ["cycles", "uops", "loads", "mem", "stream"] + levels, 1)
+    assert own["cycles"] == [SC.NOW]

@@ -29,7 +29,8 @@ def _roles(layout, S):
     """The table's clock and its rows' stamps, on clock "stream"."""
     st = layout.offsets["stream"]
     rows = st + N_ROW * np.arange(1, layout.shapes["stream"][0])
-    return [(np.array([st + HEAD.CLOCK]), clock("stream")), (rows + ROW.STAMP, clock("stream"))]
+    return [(np.array([st + HEAD.CLOCK]), clock("stream", own=True)),
+            (rows + ROW.STAMP, clock("stream"))]
 
 
 def add_sections(layout, entries):
