@@ -486,18 +486,17 @@ class Machine:
         name, leaving out its DERIVED words (memmodel.layout) and the site table's unused
         rows: equal hashes mean the machine would behave identically from here on."""
         h = h or hashlib.sha256()
-        derived = np.zeros(len(self.S), dtype=bool)
-        derived[self.layout.where(self.S, "derived")] = True
+        derived = self.layout.where(self.S, "derived")
         for name in sorted(self.layout.shapes):
             v = self.layout.view(self.S, name)
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
                 v = v[:len(self.site_names)]
             off = self.layout.offsets[name]
-            kept = ~derived[off:off + v.size]
-            if not kept.any():
+            d = derived[(derived >= off) & (derived < off + v.size)] - off
+            if len(d) == v.size:
                 continue
             h.update(name.encode())
-            h.update(v.reshape(-1)[kept].tobytes())
+            h.update(np.delete(v.reshape(-1), d).tobytes() if len(d) else v.tobytes())
         return h.hexdigest()
 
     def cache_contents(self, level):

@@ -156,6 +156,7 @@ class Layout:
         self.shapes = {}
         self.on_line = set()
         self.roles = {}
+        self._words = None
 
     def _block_of(self, name):
         for b in self.blocks:
@@ -188,6 +189,7 @@ class Layout:
                 offsets[name] = pos
                 pos += int(np.prod(self.shapes.get(name, (0,))))
         S = _zeros_on_line(pos)
+        self._words = None
         for b in self.blocks:
             for name, slot in b.slots.items():
                 S[slot] = offsets[name]
@@ -196,8 +198,12 @@ class Layout:
 
     def words(self, S):
         """[(flat indices into S, Role)] of every word of every section, in the order the
-        sections were added; a word its section's function does not name is EXACT."""
-        out = []
+        sections were added; a word its section's function does not name is EXACT. The
+        functions read parameters set up with S (a level's policy, a media's queue): the
+        first call after build() must come once S is set up, and is kept until the next."""
+        if self._words is not None:
+            return self._words
+        out = self._words = []
         for name, role in self.roles.items():
             off, size = self.offsets[name], int(np.prod(self.shapes[name]))
             if isinstance(role, Role):   # shaped as the section's rows (a ring's slots)
