@@ -4,7 +4,8 @@ The body runs N times back to back (as one program of N copies of it: nothing dr
 between). After each repetition a signature of the small sections (clocks relative, older
 values alike) is compared with those of the last MAX_PERIOD repetitions; one equal to the
 signature p repetitions before proposes a period p, and the state then is matched, word
-by word, against the state p repetitions later. Every word of the state is one of:
+by word, against the state p repetitions later. Every word of the state is one of (by the
+role it declares, memmodel.layout; CLASSIFIED):
 - a point on a clock (emu.timeshift): it must have moved by the clock's advance over the p
   repetitions, or not at all ("stale": a value no repetition rewrote, which must lie
   strictly before every moving value of its clock and before the clock itself at the
@@ -27,10 +28,9 @@ counter, the state, memory and the crash image) on random bodies and profiles.
 import numpy as np
 
 from emu import timeshift
-from emu.state import SC, TP
+from emu.state import SC
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel._hotlines import HL
 from memmodel.cache import N_LV
 from memmodel.layout import LV, LV_AT, MEMO, MEMO_AT, MS
 from memmodel.policies import packed, permutable
@@ -39,14 +39,12 @@ from memmodel.prefetch import stream
 MAX_PERIOD = 64   # repetitions: WC buffers and fill buffers in rotation, uop phases
 UNIT_WORDS = 16   # an op or cache line simulated costs about as much as tens of words copied
 KEPT = 10         # snapshots a large body keeps: the fill buffers turn (10 on skylake-ddr4)
-COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr", "hot_region")
-COUNTER_SCALARS = (MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
-                   MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING, MS.LLC_PENDING,
-                   MS.HOT_USED, MS.HOT_DROPPED, SC.OPS, SC.SITE_OPS, SC.SITE_L1D_MISSES,
-                   SC.SITE_LLC_MISSES, SC.SITE_MEDIA_READS, SC.SITE_MEDIA_WRITES,
-                   SC.SITE_L1D_STORE_MISSES, SC.SITE_LLC_STORE_MISSES, SC.SITE_L1D_PENDING,
-                   SC.SITE_LLC_PENDING, SC.SITE_LOADS, SC.SITE_STORES)
-HOT_COUNTS = (HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES)
+# the roles (memmodel.layout) of the words that may change by D each period; clocks and
+# rings move, heads turn, and every other role must match word for word
+COUNTING = ("counter", "total", "mark")
+# what each role is to fast-forward: a role missing here fails tests/test_fastforward.py
+CLASSIFIED = {"clock": "moves", "ring": "turns", "head": "turns", "counter": "counts",
+              "total": "counts", "mark": "counts", "derived": "exact", "exact": "exact"}
 
 
 class _Layout:
@@ -58,38 +56,16 @@ class _Layout:
         rings = self.rings = []   # (head index, size, [(flat slots (size, width), clock)])
         ring_words = np.zeros(n, dtype=bool)
 
-        def ring(head, size, parts):
-            rings.append((head, size, parts))
-            for idx, _ in parts:
-                ring_words[idx.reshape(-1)] = True
-
-        def section(name):
-            off = lay.offsets[name]
-            return np.arange(off, off + int(np.prod(lay.shapes[name]))).reshape(
-                lay.shapes[name] if len(lay.shapes[name]) > 1 else (-1, 1))
-
-        ring(SC.ROB_HEAD, int(S[TP.ROB]), [(section("rob_seq"), "uops"),
-                                          (section("rob_lseq"), "loads"),
-                                          (section("rob_done"), "cycles"),
-                                          (section("rob_ops"), None)])
-        ring(SC.SB_HEAD, int(S[TP.SB]), [(section("sb"), "cycles")])
-        ring(MS.PEND_HEAD, mm.SNAPSHOTS, [(section("pend"), None)])
-        chan = section("chan")
-        mp = lay.view(S, "mp")
-        row = 0
-        for media in range(mp.shape[0]):
-            wpq = int(mp[media, md.MP.WPQ])
-            for _ in range(int(mp[media, md.MP.CHANNELS])):
-                head = chan[row, md.CH.WPQ_HEAD]
-                ring(int(head), wpq, [(chan[row, md.CH.WPQ0:md.CH.WPQ0 + wpq].reshape(-1, 1),
-                                      "cycles")])
-                row += 1
+        parts = {}   # a ring's head: its [(slots (size, width), clock)], in declaration order
+        for idx, role in lay.words(S):
+            if role.kind == "ring":
+                parts.setdefault(int(role.head), []).append((np.asarray(idx), role.clock))
+                ring_words[np.asarray(idx).reshape(-1)] = True
+        for head, ps in parts.items():
+            rings.append((head, len(ps[0][0]), ps))
+        self.pend = list(parts).index(MS.PEND_HEAD)   # the ring of the snapshots' frames
         counter = np.zeros(n, dtype=bool)
-        for name in COUNTER_SECTIONS:
-            counter[section(name).reshape(-1)] = True
-        counter[list(map(int, COUNTER_SCALARS))] = True
-        hot = section("hot")
-        counter[hot[:, list(HOT_COUNTS)].reshape(-1)] = True
+        counter[lay.where(S, *COUNTING)] = True
         self.counter = np.flatnonzero(counter)
         self.clocks = {}
         clock_word = np.zeros(n, dtype=bool)
@@ -97,7 +73,7 @@ class _Layout:
             idx = idx[~ring_words[idx]]
             self.clocks[(clock, neg)] = idx
             clock_word[idx] = True
-        head_words = np.array([h for h, _, _ in rings], dtype=np.int64)
+        head_words = lay.where(S, "head")
         exact = ~(counter | clock_word | ring_words)
         exact[head_words] = False
         self.exact = exact
@@ -135,10 +111,8 @@ class _Layout:
         self.in_block = in_block
         self.scratch = np.empty_like(S)   # match's copy of a state, reused: no fresh memory
         # each clock's own value (its "now"), for the stale test
-        self.now = {"cycles": SC.NOW, "uops": SC.UOP_SEQ, "loads": SC.LSEQ, "mem": MS.MEM_STAMP,
-                    "stream": lay.offsets["stream"] + stream.HEAD.CLOCK}
-        for lvl in range(len(m.level_names)):
-            self.now[timeshift.clock_of_level(lvl)] = LV_AT + lvl * N_LV + LV.STAMP
+        self.now = {r.clock: int(np.asarray(idx).reshape(-1)[0]) for idx, r in lay.words(S)
+                    if r.kind == "clock" and r.own}
         # the signature's clock values, per clock: (positions, the clock's word, its scale)
         groups = {}
         for j, clock in enumerate(self.sig_clock):
@@ -325,7 +299,7 @@ def match(lay, a, b, mem_a, mem_b):
                 return None
             ring_moved.append(moved)
         turns.append(t)
-    pend_turn = turns[2]
+    pend_turn = turns[lay.pend]
     if not np.array_equal(np.roll(fa[:snaps].reshape(mm.SNAPSHOTS, 64), pend_turn, axis=0),
                           fb[:snaps].reshape(mm.SNAPSHOTS, 64)):
         return None
@@ -388,7 +362,7 @@ def apply(m, lay, plan, k):
             S[slots] = np.roll(S[slots], turn, axis=0) + k * d * next(moved)
         S[head] = (S[head] + turn) % size
     snaps = mm.RESERVED_FRAMES
-    turn = (k * plan["turns"][2]) % mm.SNAPSHOTS
+    turn = (k * plan["turns"][lay.pend]) % mm.SNAPSHOTS
     m.frames[:snaps] = np.roll(m.frames[:snaps].reshape(mm.SNAPSHOTS, 64), turn,
                                axis=0).reshape(snaps, mm.PAGE_BYTES)
 

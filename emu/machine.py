@@ -39,10 +39,9 @@ from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import media as md
 from memmodel import memory as mm
-from memmodel import tables
 from memmodel._persist import PQ_ENTRIES
+from memmodel.build import build as build_memory_side
 from memmodel.layout import MS, MT, Layout
-from memmodel.prefetch import ip_stride, stream
 from memmodel.profile import check_regions, load_profile
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
@@ -112,10 +111,6 @@ def _announce_compile(m):
               file=sys.stderr, flush=True)
 
 
-# The state sections whose counters stats() reports and reset_stats() zeroes.
-_COUNTER_SECTIONS = ("ccnt", "mcnt", "region_ctr", "site_ctr")
-
-
 class Machine:
     """An emulated single core with its cache hierarchy, media and functional memory.
 
@@ -152,30 +147,14 @@ class Machine:
                             memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
         self.memory_limit_bytes = int(memory_limit_bytes)
         self.background = check_background(background, v["media"], regions)
-        levels = list(v["cache"].values())
-        media = [v["media"][n] for n in self.media_names]
         self.layout = Layout(*st.BLOCKS)
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
         st.add_sections(self.layout, v, n_sites=16)
-        tables.add_sections(self.layout, v, len(regions))
-        cm.add_sections(self.layout, levels)
-        md.add_sections(self.layout, media)
-        mm.add_sections(self.layout, regions)
-        stream.add_sections(self.layout, v["prefetch"]["stream_entries"])
-        ip_stride.add_sections(self.layout, v["prefetch"]["ip_stride_entries"])
-        hot.add_sections(self.layout, hot_lines, len(regions))
-        self.S = self.layout.build()
+        self.S, self.pt, self.frames = build_memory_side(
+            self.layout, v, regions, functional=functional, node=node, seed=seed,
+            hot_lines=hot_lines, background=self.background)
         st.init_sections(self.S, v, smap)
-        tables.init_sections(self.layout, self.S, v, functional, node)
-        cm.init_sections(self.layout, self.S, levels, seed)
-        stream.init_sections(self.layout, self.S, v["prefetch"]["stream_entries"])
-        ip_stride.init_sections(self.layout, self.S, v["prefetch"]["ip_stride_entries"])
-        hot.init_sections(self.layout, self.S, hot_lines)
-        md.init_sections(self.layout, self.S, media, self.freq_ghz, v["numa"], self.background)
-        self.pt, self.frames = mm.init_sections(
-            self.layout, self.S, regions, media_ids,
-            {n: v["media"][n]["persistence"] for n in self.media_names})
         # the core takes spare rows unasked (mm.grow checks the limit only when they run
         # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
         limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
@@ -473,10 +452,8 @@ class Machine:
         changes: cache contents and replacement state, queues, timing and memory stay. The
         cycle count in stats() is the machine's time, not a counter, and is not reset
         (RunResult.cycles gives one run's own cycles)."""
-        for name in _COUNTER_SECTIONS:
-            self.layout.view(self.S, name)[...] = 0
-        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))
-        self.S[st.SC.SITE_LOADS] = self.S[st.SC.SITE_STORES] = 0   # marks in the zeroed ccnt
+        self.S[self.layout.where(self.S, "counter", "mark")] = 0   # the words of those roles
+        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))   # its lines, too
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles."""
@@ -506,19 +483,20 @@ class Machine:
 
     def state_hash(self, h=None):
         """sha256 (updated into `h` if given) over every section of the model's state, by
-        name, leaving out derived caches (memmodel.cache.DERIVED) and the site table's
-        unused rows: equal hashes mean the machine would behave identically from here on."""
+        name, leaving out its DERIVED words (memmodel.layout) and the site table's unused
+        rows: equal hashes mean the machine would behave identically from here on."""
         h = h or hashlib.sha256()
+        derived = self.layout.where(self.S, "derived")
         for name in sorted(self.layout.shapes):
-            if name in cm.DERIVED_SECTIONS:
-                continue
             v = self.layout.view(self.S, name)
-            if name in cm.DERIVED_COLUMNS:
-                v = np.ascontiguousarray(v[:, :cm.DERIVED_COLUMNS[name]])
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
                 v = v[:len(self.site_names)]
+            off = self.layout.offsets[name]
+            d = derived[(derived >= off) & (derived < off + v.size)] - off
+            if len(d) == v.size:
+                continue
             h.update(name.encode())
-            h.update(v.tobytes())
+            h.update(np.delete(v.reshape(-1), d).tobytes() if len(d) else v.tobytes())
         return h.hexdigest()
 
     def cache_contents(self, level):

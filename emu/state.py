@@ -5,7 +5,7 @@ variable sections (EH), then tp and sc at fixed absolute offsets, so compiled co
 S[TP.ROB] or S[SC.NOW]. Python converts the profile (ns, GB/s) into cycles here, once,
 before any program runs.
 """
-from memmodel.layout import MM, Block, fields
+from memmodel.layout import COUNTER, EXACT, HEAD, MM, TOTAL, Block, clock, fields, mark, ring
 from memmodel.media import FP
 
 EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR BPRED", start=MM.end)
@@ -24,6 +24,23 @@ _SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT
 EMU = Block(EH, (("tp", len(_TP.split())), ("sc", len(_SC.split()))))
 TP = fields("TP", _TP, start=EMU.at("tp"))
 SC = fields("SC", _SC, start=EMU.at("sc"))
+# the roles of sc's words (memmodel.layout)
+SC_ROLES = {
+    **dict.fromkeys((SC.UOP_FRAC, SC.ROB_COUNT, SC.ROB_SLOTS, SC.SB_COUNT, SC.SITE, SC.AC,
+                     SC.KERNEL, SC.REP_FRAC, SC.REG_LO, SC.REG_HI, SC.PAGE_OK, SC.VAL, SC.MASK,
+                     SC.POISON_N, SC.FAULT, SC.FAULT_ADDR, SC.BP_HIST), EXACT),
+    SC.NOW: clock("cycles", own=True),
+    **dict.fromkeys((SC.DONE_MAX, SC.WORK_END, SC.DEP_READY, SC.SB_LAST,
+                     SC.CLFLUSH_CHAIN, SC.FLUSH_UNIT, SC.SITE_START, SC.END), clock("cycles")),
+    SC.UOP_SEQ: clock("uops", own=True), SC.LSEQ: clock("loads", own=True),
+    SC.ROB_HEAD: HEAD, SC.SB_HEAD: HEAD,
+    # the ops, the sites' marks of them and of the memory side's totals (memmodel.layout.MS)
+    **dict.fromkeys((SC.OPS, SC.SITE_OPS, SC.SITE_L1D_MISSES, SC.SITE_LLC_MISSES,
+                     SC.SITE_MEDIA_READS, SC.SITE_MEDIA_WRITES, SC.SITE_L1D_STORE_MISSES,
+                     SC.SITE_LLC_STORE_MISSES, SC.SITE_L1D_PENDING, SC.SITE_LLC_PENDING),
+                    TOTAL),
+    SC.SITE_LOADS: mark("ccnt"), SC.SITE_STORES: mark("ccnt"),   # of the L1D's counters
+}
 BLOCKS = (MM, EMU)
 
 # site_ctr[site, counter]; stats() names them in lower case. The ops, the L1D's load and
@@ -56,17 +73,17 @@ ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE, ST_F
 
 def add_sections(layout, values, n_sites):
     core = values["core"]
-    layout.add("tp", len(TP))
-    layout.add("sc", len(SC))
-    layout.add("rob_seq", core["rob_entries"])
-    layout.add("rob_lseq", core["rob_entries"])
-    layout.add("rob_done", core["rob_entries"])
-    layout.add("rob_ops", core["rob_entries"])
-    layout.add("sb", core["store_buffer_entries"])
-    layout.add("site_ctr", (n_sites, N_SCOUNT))
+    layout.add("tp", len(TP), EXACT)
+    layout.add("sc", len(SC), SC_ROLES)
+    # the ROB's slots: one ring of four sections, on their clocks
+    for name, c in (("rob_seq", "uops"), ("rob_lseq", "loads"), ("rob_done", "cycles"),
+                    ("rob_ops", None)):
+        layout.add(name, core["rob_entries"], ring(SC.ROB_HEAD, c))
+    layout.add("sb", core["store_buffer_entries"], ring(SC.SB_HEAD, "cycles"))
+    layout.add("site_ctr", (n_sites, N_SCOUNT), COUNTER)
     # the branch predictor's 2-bit counters (emu._speculation); model state, as the caches'
     # contents: reset_stats() leaves them, state_hash() covers them
-    layout.add("bpred", core["branch_predictor_entries"])
+    layout.add("bpred", core["branch_predictor_entries"], EXACT)
 
 
 def init_sections(S, values, smap):

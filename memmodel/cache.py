@@ -9,8 +9,9 @@ import numpy as np
 
 from memmodel.jit import (equal4, equal8, host_prefetch, inlined, ix, reciprocal_bits,
                           remainder, trailing_zeros)
-from memmodel.layout import LV, LV_AT, LV_ROWS, MEMO, MEMO_AT, MH, fields
-from memmodel.policies import level_policy, packed
+from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MEMO_AT, MH,
+                             clock, fields)
+from memmodel.policies import level_policy, packed, stamped
 from memmodel.policies.lru import first_order
 from memmodel.policies import _dispatch as policies
 
@@ -41,11 +42,34 @@ INVALID = -1
 
 # memo: derived caches (not model state) of what was found last: the L1 block, valid while
 # it still holds the line, which l1_find checks, so nothing else has to update it; the
-# region (MEMO.REGION, memmodel.memory's), checked the same way (memmodel.layout.MEMO)
-# What a state hash leaves out: derived sections, and the derived columns of lv (LV.EMPTY
-# on), which the tags determine.
-DERIVED_SECTIONS = ("memo",)
-DERIVED_COLUMNS = {"lv": LV.EMPTY}
+# region (MEMO.REGION, memmodel.memory's), checked the same way (memmodel.layout.MEMO):
+# DERIVED, as are lv's columns from LV.EMPTY on, which the tags determine
+
+
+def clock_of_level(level):
+    """The clock of a level's use stamps (emu.timeshift)."""
+    return f"lru{level}"
+
+
+def _lv_roles(layout, S):
+    """Each level's use stamp, and its DERIVED columns."""
+    rows = LV_AT + N_LV * np.arange(layout.shapes["lv"][0])
+    return [(rows[:, None] + np.arange(LV.EMPTY, N_LV), DERIVED)] + [
+        (np.array([r + LV.STAMP]), clock(clock_of_level(lvl), own=True))
+        for lvl, r in enumerate(rows)]
+
+
+def _repl_roles(layout, S):
+    """The blocks' use stamps of the levels whose policy keeps stamps (FIFO, and LRU in L1
+    or in sets of more than 16 ways), on their level's clock."""
+    out = []
+    for lvl in range(layout.shapes["lv"][0]):
+        row = LV_AT + lvl * N_LV
+        if stamped(S[row + LV.POLICY]):
+            base, n = S[row + LV.BASE], S[row + LV.SETS] * S[row + LV.WAYS]
+            out.append((layout.offsets["repl"] + np.arange(base, base + n),
+                        clock(clock_of_level(lvl))))
+    return out
 
 
 def add_sections(layout, levels):
@@ -53,11 +77,12 @@ def add_sections(layout, levels):
     if len(levels) > LV_ROWS:
         raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
-    layout.add("memo", len(MEMO))
-    layout.add("lv", (len(levels), N_LV))
-    for name in ("tags", "repl", "ready", "flags"):   # a set of 8 ways is one host line
-        layout.add(name, total, on_line=True)
-    layout.add("ccnt", (len(levels), N_COUNTERS))
+    layout.add("memo", len(MEMO), DERIVED)
+    layout.add("lv", (len(levels), N_LV), _lv_roles)
+    for name, role in (("tags", EXACT), ("repl", _repl_roles), ("ready", clock("cycles")),
+                       ("flags", EXACT)):   # a set of 8 ways is one host line
+        layout.add(name, total, role, on_line=True)
+    layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER)
 
 
 def init_sections(layout, S, levels, seed=0):

@@ -14,10 +14,52 @@ variable sections follow the last block, in the order of the blocks' slots.
 
 The fields of a row are an IntEnum (`fields`): its len() is the row's width, so no count or
 stride is typed twice; numba folds the members to constant offsets.
+
+Every word has a role, declared where the word is: a scalar's next to its enum (a dict of
+field: role), a section's where it is added (Layout.add's `role`). emu.timeshift,
+emu.fastforward, Machine.reset_stats, stats() and state_hash() read the roles:
+- clock(c): a point on clock c (emu.timeshift names the clocks); clock(c, none=True): a
+  negative value means "none" and is no point in time; clock(c, own=True): the clock's
+  own value, its "now" (one word per clock, but "fp": cycles x media.FP);
+- COUNTER: an event count stats() reports and reset_stats() zeroes;
+- TOTAL: a running total of events (or a site's mark of one) that reset_stats() leaves;
+- mark(section): a mark of counters of `section`, zeroed with them;
+- ring(head, c): the slots of a ring whose head is word `head`, on clock c (None: none);
+- HEAD: a ring's head;
+- DERIVED: a cache of other state, left out of state hashes;
+- EXACT: model state that must match word for word (tags, flags, parameters, queues).
+A section of fields declares a dict {field: role} naming every field (a fixed section's
+numbered in S, as its enum numbers them); a section whose
+words' roles depend on the machine (a cache level's stamps, a channel's queue) declares a
+function (layout, S) -> [(flat indices, role)] (the rest EXACT; a ring's indices shaped
+(slots, words per slot)).
 """
+from collections import namedtuple
 from enum import IntEnum
 
 import numpy as np
+
+
+Role = namedtuple("Role", "kind clock none head own", defaults=(None, False, None, False))
+
+
+def clock(c, none=False, own=False):
+    return Role("clock", c, none, None, own)
+
+
+def ring(head, c):
+    return Role("ring", c, head=head)
+
+
+def mark(section):
+    return Role("mark", head=section)
+
+
+COUNTER = Role("counter")
+TOTAL = Role("total")
+DERIVED = Role("derived")
+EXACT = Role("exact")
+HEAD = Role("head")
 
 
 def fields(name, names, start=0):
@@ -80,6 +122,17 @@ MEMO_AT = MM.at("memo")
 LV_AT = MM.at("lv")
 MT = fields("MT", _MT, start=MM.at("mt"))
 MS = fields("MS", _MS, start=MM.at("ms"))
+# the roles of ms's words (mt's are EXACT)
+MS_ROLES = {
+    **dict.fromkeys((MS.SPEC, MS.PQ_COUNT, MS.PEND_COUNT, MS.TAG), EXACT),
+    MS.WB_PENDING: clock("cycles"), MS.MEM_END: clock("cycles"),
+    MS.L1D_MISS_END: clock("cycles"), MS.LLC_MISS_END: clock("cycles"),
+    MS.MEM_STAMP: clock("mem", own=True), MS.PEND_HEAD: HEAD,
+    **dict.fromkeys((MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
+                     MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING,
+                     MS.LLC_PENDING), TOTAL),
+    MS.HOT_USED: mark("hot"), MS.HOT_DROPPED: mark("hot"),
+}
 
 
 LINE_WORDS = 8   # int64 words in a host cache line
@@ -102,6 +155,8 @@ class Layout:
         self.blocks = blocks
         self.shapes = {}
         self.on_line = set()
+        self.roles = {}
+        self._words = None
 
     def _block_of(self, name):
         for b in self.blocks:
@@ -109,10 +164,12 @@ class Layout:
                 return b
         raise KeyError(f"unknown state section {name!r}")
 
-    def add(self, name, shape, on_line=False):
-        """Declare section `name` of `shape`; `on_line`: it starts a host cache line (its
-        rows of 8 words then lie one to a line: memmodel.cache's sets)."""
+    def add(self, name, shape, role, on_line=False):
+        """Declare section `name` of `shape` and its words' `role` (a Role, a dict of its
+        fields' or a function: the module docstring); `on_line`: it starts a host cache
+        line (its rows of 8 words then lie one to a line: memmodel.cache's sets)."""
         b = self._block_of(name)
+        self.roles[name] = role
         shape = tuple(int(x) for x in np.atleast_1d(shape))
         if name in b.fixed and int(np.prod(shape)) > b.fixed[name][1]:
             raise ValueError(f"state section {name!r} holds at most {b.fixed[name][1]} fields")
@@ -132,11 +189,45 @@ class Layout:
                 offsets[name] = pos
                 pos += int(np.prod(self.shapes.get(name, (0,))))
         S = _zeros_on_line(pos)
+        self._words = None
         for b in self.blocks:
             for name, slot in b.slots.items():
                 S[slot] = offsets[name]
         self.offsets = offsets
         return S
+
+    def words(self, S):
+        """[(flat indices into S, Role)] of every word of every section, in the order the
+        sections were added; a word its section's function does not name is EXACT. The
+        functions read parameters set up with S (a level's policy, a media's queue): the
+        first call after build() must come once S is set up, and is kept until the next."""
+        if self._words is not None:
+            return self._words
+        out = self._words = []
+        for name, role in self.roles.items():
+            off, size = self.offsets[name], int(np.prod(self.shapes[name]))
+            if isinstance(role, Role):   # shaped as the section's rows (a ring's slots)
+                rows = self.shapes[name] if len(self.shapes[name]) > 1 else (-1, 1)
+                out.append((np.arange(off, off + size).reshape(rows), role))
+                continue
+            if isinstance(role, dict):   # a fixed section's fields are numbered in S
+                if len(role) != size:
+                    raise ValueError(f"state section {name!r}: roles of {len(role)} of its "
+                                     f"{size} fields declared")
+                base = 0 if name in self._block_of(name).fixed else off
+                parts = [(np.array([base + int(f)]), r) for f, r in role.items()]
+            else:
+                parts = role(self, S)
+            named = np.zeros(size, dtype=bool)
+            for idx, _ in parts:
+                named[np.asarray(idx).reshape(-1) - off] = True
+            out += parts + [(off + np.flatnonzero(~named), EXACT)]
+        return out
+
+    def where(self, S, *kinds):
+        """The flat indices of the words whose role is of one of `kinds`, ascending."""
+        parts = [np.asarray(i).reshape(-1) for i, r in self.words(S) if r.kind in kinds]
+        return np.unique(np.concatenate(parts + [np.zeros(0, dtype=np.int64)]))
 
     def view(self, S, name):
         off = self.offsets[name]
@@ -146,7 +237,7 @@ class Layout:
     def resized(self, S, name, shape):
         """A new S in which section `name` has `shape` (rows kept, new rows zero)."""
         old = {n: self.view(S, n).copy() for n in self.shapes}
-        self.add(name, shape)
+        self.add(name, shape, self.roles[name])
         S2 = self.build()
         for n, arr in old.items():
             dst = self.view(S2, n)

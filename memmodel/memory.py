@@ -12,7 +12,7 @@ the core stops before the op that needs them, the facade grows `pt`/`frames` and
 import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MEMO, MEMO_AT, MH, fields
+from memmodel.layout import EXACT, MEMO, MEMO_AT, MH, fields
 from memmodel.media import PERSISTENCE
 
 PAGE_BYTES = 4096
@@ -46,9 +46,9 @@ def _dir_entries(r):
 
 
 def add_sections(layout, regions):
-    layout.add("reg", (len(regions), N_RG))
-    layout.add("chunk_dir", sum(_dir_entries(r) for r in regions))
-    layout.add("alloc", len(ALLOC))
+    layout.add("reg", (len(regions), N_RG), EXACT)
+    layout.add("chunk_dir", sum(_dir_entries(r) for r in regions), EXACT)
+    layout.add("alloc", len(ALLOC), EXACT)
 
 
 def init_sections(layout, S, regions, media_ids, persistence):

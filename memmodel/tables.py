@@ -4,9 +4,11 @@ mt holds the switches the hierarchy, the media side and the persistence domain r
 memmodel.layout); the line fill buffers, the L2's miss entries, write-combining buffers,
 per-region counters and the persistence queue get their sizes here.
 """
+import numpy as np
+
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
-from memmodel.layout import MS, MT
+from memmodel.layout import COUNTER, EXACT, MS, MS_ROLES, MT, clock, ring
 from memmodel.memory import N_RCOUNT, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
@@ -19,16 +21,22 @@ def l2_miss_entries(values):
     return values["cache"].get(CACHE_LEVELS[1], {}).get("mshr_entries", 0)
 
 
+def _wc_roles(layout, S):
+    """A buffer's busy time and its use stamp."""
+    rows = layout.offsets["wc"] + N_WC * np.arange(layout.shapes["wc"][0])
+    return [(rows + WC.BUSY, clock("cycles")), (rows + WC.STAMP, clock("mem"))]
+
+
 def add_sections(layout, values, n_regions):
     core = values["core"]
-    layout.add("mt", len(MT))
-    layout.add("ms", len(MS))
-    layout.add("lfb", core["lfb_entries"])
-    layout.add("sq", l2_miss_entries(values))
-    layout.add("wc", (core["wc_buffers"], N_WC))
-    layout.add("region_ctr", (n_regions, N_RCOUNT))
-    layout.add("pq", (PQ_ENTRIES, N_PQ))
-    layout.add("pend", (SNAPSHOTS, N_PE))
+    layout.add("mt", len(MT), EXACT)
+    layout.add("ms", len(MS), MS_ROLES)
+    layout.add("lfb", core["lfb_entries"], clock("cycles"))
+    layout.add("sq", l2_miss_entries(values), clock("cycles"))
+    layout.add("wc", (core["wc_buffers"], N_WC), _wc_roles)
+    layout.add("region_ctr", (n_regions, N_RCOUNT), COUNTER)
+    layout.add("pq", (PQ_ENTRIES, N_PQ), EXACT)
+    layout.add("pend", (SNAPSHOTS, N_PE), ring(MS.PEND_HEAD, None))
 
 
 def init_sections(layout, S, values, functional, node):

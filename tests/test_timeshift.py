@@ -9,6 +9,7 @@ import pytest
 from emu import Machine, timeshift
 from isa import Program
 from isa.ops import Op
+from memmodel.cache import clock_of_level
 
 CONFIGS = [
     ("skylake-ddr4", {}),
@@ -66,7 +67,7 @@ def test_a_shifted_machine_runs_as_the_original_shifted(profile, overrides):
     a.run(_program(base, other, 1))
     b = copy.deepcopy(a)
     deltas = {"cycles": 987_654_321, "uops": 123_457, "loads": 54_321, "mem": 777,
-              "stream": 4_321, **{timeshift.clock_of_level(i): 10_007 * (i + 1)
+              "stream": 4_321, **{clock_of_level(i): 10_007 * (i + 1)
                                   for i in range(len(a.level_names))}}
     timeshift.shift(b, deltas)
     ra, rb = a.run(_program(base, other, 2)), b.run(_program(base, other, 2))

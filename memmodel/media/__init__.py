@@ -28,7 +28,9 @@ timing needs only its line in KINDS, naming "dram".
 """
 from importlib import import_module
 
-from memmodel.layout import fields
+import numpy as np
+
+from memmodel.layout import COUNTER, EXACT, HEAD, clock, fields, ring
 
 FP = 1024
 GOLDEN = (5 ** 0.5 - 1) / 2
@@ -137,12 +139,38 @@ def _init_background(rows, m, freq_ghz, read_gbps, write_gbps):
         rows[:, nxt] = [int(per * (c * GOLDEN % 1)) if per else -1 for c in range(ch)]
 
 
+def _chan_roles(layout, S):
+    """A channel row's busy times (FP) and next background arrivals (FP, -1: none), its WPQ
+    (a ring of the media's entries; the row's further slots unused, "cycles"), and its
+    XPBuffer's stamps, ready and arrival cycles and write-back times (FP, -1: none)."""
+    width = layout.shapes["chan"][1]
+    rows = layout.offsets["chan"] + width * np.arange(layout.shapes["chan"][0])
+    g = layout.offsets["mglob"]
+    x0, nmax = S[g + G.XP0], S[g + G.XP_MAX]
+    out = [(rows + c, clock("fp")) for c in (CH.RD_BUSY, CH.WR_BUSY, CH.MEDIA_BUSY)]
+    out += [(rows + c, clock("fp", none=True)) for c in (CH.BG_RD_NEXT, CH.BG_WR_NEXT)]
+    out.append((rows + CH.WPQ_HEAD, HEAD))
+    mp = layout.view(S, "mp")
+    row = iter(rows)
+    for media in range(mp.shape[0]):
+        wpq = int(mp[media, MP.WPQ])
+        for _ in range(int(mp[media, MP.CHANNELS])):
+            r = next(row)
+            out.append(((r + CH.WPQ0 + np.arange(wpq))[:, None], ring(r + CH.WPQ_HEAD, "cycles")))
+            out.append((r + np.arange(CH.WPQ0 + wpq, x0), clock("cycles")))
+    for field, role in ((XP.STAMP, clock("mem")), (XP.READY, clock("cycles")),
+                        (XP.WB, clock("fp", none=True)), (XP.ARRIVE, clock("cycles", none=True))):
+        out.append(((rows + x0 + field * nmax)[:, None] + np.arange(nmax), role))
+    return out
+
+
 def add_sections(layout, media):
     channels, max_q, max_x = _shape(media)
-    layout.add("mp", (len(media), N_MPARAMS))
-    layout.add("mcnt", (len(media), N_MCOUNTERS))
-    layout.add("chan", (channels, CH.WPQ0 + max_q + len(XP) * max_x))
-    layout.add("mglob", len(G))
+    layout.add("mp", (len(media), N_MPARAMS), EXACT)
+    layout.add("mcnt", (len(media), N_MCOUNTERS), COUNTER)
+    layout.add("chan", (channels, CH.WPQ0 + max_q + len(XP) * max_x), _chan_roles)
+    layout.add("mglob", len(G), {G.LINK_BUSY_FP: clock("fp"),
+                                 **dict.fromkeys(list(G)[1:], EXACT)})
 
 
 def init_sections(layout, S, media, freq_ghz, numa, background=None):

@@ -12,8 +12,10 @@ small table replaced least recently used; the table size is the profile's
 prefetch.stream_entries. A page holds one stream, of one direction, at a time (the manual's
 streamer may keep one forward and one backward stream per page: a simplification).
 """
+import numpy as np
+
 from memmodel.jit import compiled, ix
-from memmodel.layout import MH, fields
+from memmodel.layout import MH, clock, fields
 from memmodel.prefetch import PREFETCHER_IDS
 
 ID = PREFETCHER_IDS.index("stream")
@@ -23,8 +25,16 @@ N_ROW = len(ROW)
 HEAD = fields("HEAD", "CLOCK SIZE")           # row 0: the table's clock and its entries
 
 
+def _roles(layout, S):
+    """The table's clock and its rows' stamps, on clock "stream"."""
+    st = layout.offsets["stream"]
+    rows = st + N_ROW * np.arange(1, layout.shapes["stream"][0])
+    return [(np.array([st + HEAD.CLOCK]), clock("stream", own=True)),
+            (rows + ROW.STAMP, clock("stream"))]
+
+
 def add_sections(layout, entries):
-    layout.add("stream", (entries + 1, N_ROW))
+    layout.add("stream", (entries + 1, N_ROW), _roles)
 
 
 def init_sections(layout, S, entries):
