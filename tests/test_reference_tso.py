@@ -154,9 +154,10 @@ def test_a_bad_test_is_refused_by_name(threads, cond, message):
         TSOMachine(LitmusTest("bad", threads, cond, ALLOWED, "hand"))
 
 
-# A second, independent formulation: x86-TSO as axioms over candidate executions (herd's
-# x86tso.cat, Alglave, Maranget, Tautschnig, "Herding cats", TOPLAS 2014, §4; shown
-# equivalent to the abstract machine by Owens, Sarkar, Sewell, TPHOLs 2009). A candidate
+# A second, independent formulation: x86-TSO as axioms over candidate executions, as
+# herdtools7's herd/libdir/x86tso.cat states them (uniproc, atomicity, acyclic ghb =
+# mfence | implied | WW(po) | RM(po) | rfe | fr | co); Owens, Sarkar and Sewell (TPHOLs
+# 2009) prove their axiomatic x86-TSO and the abstract machine equivalent. A candidate
 # picks, for each read, the write it reads from (rf), and for each location a total order
 # of its writes (co, the initial write first); fr relates a read to the writes co-after
 # the one it read. It is an x86-TSO execution if
@@ -164,7 +165,9 @@ def test_a_bad_test_is_refused_by_name(threads, cond, message):
 #   no write comes between a locked op's read and write in co (atomicity), and
 #   ppo | rfe | co | fr | fences is acyclic, where ppo is program order except store->load
 #   (the buffer), rfe is rf between threads (a thread's own rf is forwarding), and
-#   mfence and locked ops order everything before them with everything after.
+#   mfence and locked ops order everything before them with everything after (x86tso.cat
+#   orders only store->load pairs with a locked end, the rest being in ppo already; the
+#   closures are the same).
 def _events(test):
     """Per thread, (thread, kind R/W/F, location, locked, op, register) in program order."""
     events = []
