@@ -108,8 +108,11 @@ def check(test):
         for op in ops:
             if op.kind not in KINDS:
                 raise ValueError(f"{test.name}: thread {t}: unknown op kind {op.kind!r}")
-            if (op.addr is None) != (op.kind in ("mfence", "sfence")):
+            fence = op.kind in ("mfence", "sfence")
+            if fence and op.addr is not None:
                 raise ValueError(f"{test.name}: thread {t}: {op.kind} with address {op.addr!r}")
+            if not fence and not op.addr:
+                raise ValueError(f"{test.name}: thread {t}: {op.kind} without an address")
             if op.kind in ("ld", "xchg") and op.reg is None:
                 raise ValueError(f"{test.name}: thread {t}: {op.kind} without a register")
             if op.src is not None and op.src not in written:

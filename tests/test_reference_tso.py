@@ -147,6 +147,7 @@ def test_names_are_unique_and_sources_given():
     (((ld("eax", "x"),),), {"0:ebx": 0}, "'0:ebx'"),
     (((st("x", 1, src="r"),),), {"x": 1}, "register 'r' before"),
     (((MFENCE._replace(addr="x"),),), {}, "mfence with address 'x'"),
+    (((ld("eax", None),),), {}, "ld without an address"),
     (((st("x", 1)._replace(kind="clflush"),),), {}, "unknown op kind 'clflush'"),
 ])
 def test_a_bad_test_is_refused_by_name(threads, cond, message):
