@@ -1,5 +1,6 @@
-"""The register-resident path for plain loads and stores (pinned to the general path by
-tests/test_fast_path.py)."""
+"""The register-resident path for plain loads and stores: the pipeline scalars, the L1's use
+stamp and two memo entries in registers, its L1 steps memmodel._l1's (pinned to the general
+path by tests/test_fast_path.py)."""
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu.state import EH, SC, TP
@@ -15,6 +16,7 @@ from isa.ops import (
     Op,
 )
 from memmodel import _hierarchy as hier
+from memmodel import _l1 as l1
 from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import memory as mm
@@ -110,13 +112,94 @@ def _plain(opf, r, i, n, op, flags, addr, size, functional, page_ok, lo, hi):
 
 
 @inlined
-def _hit(S, policy, repl, ways, i0, b, stamp, t0, hit, flg, rdy, store):
-    """An L1 hit on block b of the set at i0: its use, and (stamp, ready)."""
-    stamp += 1
-    cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
-    if store:
-        S[ix(flg + b)] |= cm.F_DIRTY
-    return stamp, max(t0 + hit, S[ix(rdy + b)])
+def _line_loads(S, opf, i, n, line, i0, b, lo, hi, functional, hit, policy, repl, ways, rdy,
+                rob, lb, rseq, rlseq, rdone, rops, upc, site_start, stamp, now, frac, seq, lseq,
+                dep, rh, rc, rs, dmax, w_issue):
+    """plain_run's loads of `line` from op i on, which L1 holds in block b of the set at i0:
+    no lookup, no miss, no call. Returns op index and the scalars it changes."""
+    ready_line = S[ix(rdy + b)]
+    while i < n:
+        r = i * N_COLS
+        flags = opf[ix(r + COL_FLAGS)]
+        addr = opf[ix(r + COL_ADDR)]
+        size = opf[ix(r + COL_SIZE)]
+        if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != line or \
+                _off_line(addr, size, lo, hi) or \
+                _load_checked(opf, r, i, n, flags, functional):
+            break
+        if i + OPS_AHEAD < n:
+            host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
+        now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                        lseq + 1, rh, rc, rs)
+        t0 = now
+        if flags and dep > t0:
+            t0 = dep
+        stamp = l1.use(S, policy, repl, ways, i0, b, stamp)
+        ready = max(t0 + hit, ready_line)
+        now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+            S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
+            seq, w_issue, lseq, rh, rc, rs, dmax)
+        dep = ready
+        lseq += 1
+        i += 1
+    return i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, w_issue
+
+
+@inlined
+def _copy_pairs(S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo, hi,
+                functional, page_ok, fr_ok, hit, policy, repl, ways, flg, rdy, rob, lb, rseq,
+                rlseq, rdone, rops, upc, sbn, sb, commit, site_start, stamp, now, frac, seq,
+                lseq, dep, rh, rc, rs, dmax, sh, sc, sl, end, w_sb, w_issue):
+    """plain_run's copy words from op i on: a load of line ml1 then a store to line ml0 (L1
+    holds both, the store before set ml0's dirty flag). Each pair's two hits swap the lines
+    used last twice (the general path's order), which leaves them as they are. Returns the
+    op index and the scalars it changes. (The load's steps are written out here and in
+    _line_loads: one inlined helper for both executed more instructions per op on every
+    trace, benchmarks/instructions.py's count; see docs/performance.md.)"""
+    while i + 1 < n:
+        r = i * N_COLS
+        rt = r + N_COLS   # the store's row
+        flags = opf[ix(r + COL_FLAGS)]
+        addr = opf[ix(r + COL_ADDR)]
+        size = opf[ix(r + COL_SIZE)]
+        to = opf[ix(rt + COL_ADDR)]
+        to_size = opf[ix(rt + COL_SIZE)]
+        if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != ml1 or \
+                opf[ix(rt + COL_OP)] != Op.STORE or to >> 6 != ml0 or \
+                not _plain(opf, r, i, n, Op.LOAD, flags, addr, size, functional,
+                           page_ok, lo, hi) or \
+                not _plain(opf, rt, i + 1, n, Op.STORE, opf[ix(rt + COL_FLAGS)], to,
+                           to_size, functional, page_ok, lo, hi):
+            break
+        if i + OPS_AHEAD + 1 < n:
+            host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
+            host_prefetch(opf, ix(rt + OPS_AHEAD * N_COLS))
+        now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                        lseq + 1, rh, rc, rs)
+        t0 = now
+        if flags and dep > t0:
+            t0 = dep
+        stamp, ready = l1.hit(S, policy, repl, ways, ms1, mb1, stamp, t0, hit, flg,
+                              rdy, False)
+        now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+            S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
+            seq, w_issue, lseq, rh, rc, rs, dmax)
+        dep = ready
+        lseq += 1
+        now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                        lseq, rh, rc, rs)
+        t0 = now
+        stamp, ready = l1.hit(S, policy, repl, ways, ms0, mb0, stamp, t0, hit, flg,
+                              rdy, False)
+        now, frac, seq, sh, sc, sl, end, w_sb, w_issue = _store_tail(
+            S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh,
+            sc, sl, end, w_sb, w_issue)
+        if functional:
+            fr_ok = _store_data(S, pt, frames, opf, rt, data, to, to_size, page_ok,
+                                fr_ok)
+        i += 2
+    return i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, sh, sc, sl, end, w_sb, \
+        w_issue, fr_ok
 
 
 @compiled
@@ -145,11 +228,10 @@ def plain_run(S, pt, frames, ops, data, i, n):
     rh, rc, dmax, dep, lseq = S[SC.ROB_HEAD], S[SC.ROB_COUNT], S[SC.DONE_MAX], S[SC.DEP_READY], \
         S[SC.LSEQ]
     sh, sc, sl, end = S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END]
-    stamp = S[cm.LV_AT + cm.LV.STAMP]
-    # the two L1 blocks used last (a copy alternates between a source and a destination
-    # line), each valid while its block still holds its line
-    ml0, ms0, mb0 = S[cm.MEMO_AT + cm.MEMO.LINE], S[cm.MEMO_AT + cm.MEMO.SET], \
-        S[cm.MEMO_AT + cm.MEMO.BLOCK]
+    stamp = S[l1.STAMP_AT]
+    # memo entries of the two L1 blocks used last (a copy alternates between a source and a
+    # destination line)
+    ml0, ms0, mb0 = l1.recall(S)
     ml1, ms1, mb1 = -1, 0, 0
     start, now0, lseq0 = i, now, lseq
     misses0 = cm.counter(S, 0, cm.CC.LOAD_MISSES), cm.counter(S, 0, cm.CC.STORE_MISSES)
@@ -167,15 +249,14 @@ def plain_run(S, pt, frames, ops, data, i, n):
             break
         line = addr >> 6
         fresh = line != ml0 and line != ml1   # neither of the two lines used last
-        if line == ml0 and S[ix(tags + mb0)] == line:
+        if l1.holds(S, tags, line, ml0, mb0):
             i0, b = ms0, mb0
-        elif line == ml1 and S[ix(tags + mb1)] == line:
+        elif l1.holds(S, tags, line, ml1, mb1):
             i0, b = ms1, mb1
             ml1, ms1, mb1 = ml0, ms0, mb0
             ml0, ms0, mb0 = line, i0, b
         else:
-            i0 = cm.set_start(S, 0, line)
-            b = cm.find(S, 0, i0, line)
+            i0, b = l1.search(S, line)
             if b >= 0:
                 ml1, ms1, mb1 = ml0, ms0, mb0
                 ml0, ms0, mb0 = line, i0, b
@@ -191,18 +272,18 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if op == Op.LOAD and flags and dep > t0:
             t0 = dep
         if b >= 0:
-            stamp, ready = _hit(S, policy, repl, ways, i0, b, stamp, t0, hit, flg, rdy,
-                                op == Op.STORE)
+            stamp, ready = l1.hit(S, policy, repl, ways, i0, b, stamp, t0, hit, flg, rdy,
+                                  op == Op.STORE)
         else:
-            S[cm.LV_AT + cm.LV.STAMP] = stamp   # the miss's fills advance it
+            S[l1.STAMP_AT] = stamp   # the miss's fills advance it
             load = op == Op.LOAD   # a plain load's COL_SRC is its ip
             ready, wait = hier.demand_miss(S, line, t0, K_LOAD if load else K_STORE,
                                            opf[ix(r + COL_SRC)] if load else 0, addr)
             w_lfb += pl.waited(now, wait, site_start)
-            now, stamp = max(now, wait), S[cm.LV_AT + cm.LV.STAMP]
+            now, stamp = max(now, wait), S[l1.STAMP_AT]
             ml1, ms1, mb1 = ml0, ms0, mb0
-            ml0, ms0, mb0 = line, S[cm.MEMO_AT + cm.MEMO.SET], \
-                S[cm.MEMO_AT + cm.MEMO.BLOCK]
+            _, ms0, mb0 = l1.recall(S)   # demand_miss remembered the block it filled
+            ml0 = line
         if op == Op.LOAD:
             now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
                 S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac, seq,
@@ -218,89 +299,25 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if b < 0 and functional and S[MS.PQ_COUNT]:   # a miss wrote a dirty victim back
             persist.persist_queue(S, pt, frames, -1, -1)
         i += 1
-        # the loads of this line after it, which L1 still holds: a loop with no call in it
-        # (every path above leaves ml0 == line)
+        # the loads of this line after it, which L1 still holds (every path above leaves
+        # ml0 == line)
         if i < n and opf[ix(r + N_COLS + COL_OP)] == Op.LOAD and \
-                opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and S[ix(tags + mb0)] == line and \
+                opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and l1.valid(S, tags, line, mb0) and \
                 not S[ix(flg + mb0)] & bad:
-            b, i0 = mb0, ms0
-            ready_line = S[ix(rdy + b)]
-            while i < n:
-                r = i * N_COLS
-                flags = opf[ix(r + COL_FLAGS)]
-                addr = opf[ix(r + COL_ADDR)]
-                size = opf[ix(r + COL_SIZE)]
-                if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != line or \
-                        _off_line(addr, size, lo, hi) or \
-                        _load_checked(opf, r, i, n, flags, functional):
-                    break
-                if i + OPS_AHEAD < n:
-                    host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
-                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
-                                                lseq + 1, rh, rc, rs)
-                t0 = now
-                if flags and dep > t0:
-                    t0 = dep
-                stamp += 1
-                cm.policy_hit(S, policy, repl + i0, ways, b - i0, stamp)
-                ready = max(t0 + hit, ready_line)
-                now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
-                    S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
-                    seq, w_issue, lseq, rh, rc, rs, dmax)
-                dep = ready
-                lseq += 1
-                i += 1
+            i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, w_issue = _line_loads(
+                S, opf, i, n, line, ms0, mb0, lo, hi, functional, hit, policy, repl, ways, rdy,
+                rob, lb, rseq, rlseq, rdone, rops, upc, site_start, stamp, now, frac, seq, lseq,
+                dep, rh, rc, rs, dmax, w_issue)
         # a copy's words after a store: a load of the line used before it, then a store to
-        # its line, while L1 holds both. Each pair's two hits swap the lines used last twice
-        # (the general path's order), which leaves them as they are. (The load's steps are
-        # written out here and in the loop above: one inlined helper for both executed more
-        # instructions per op on every trace, benchmarks/instructions.py's count; see the ideas
-        # not kept in docs/performance.md.)
-        elif op == Op.STORE and i + 1 < n and ml1 >= 0 and S[ix(tags + mb0)] == ml0 and \
-                S[ix(tags + mb1)] == ml1 and not (S[ix(flg + mb0)] | S[ix(flg + mb1)]) & bad:
-            while i + 1 < n:
-                r = i * N_COLS
-                rt = r + N_COLS   # the store's row
-                flags = opf[ix(r + COL_FLAGS)]
-                addr = opf[ix(r + COL_ADDR)]
-                size = opf[ix(r + COL_SIZE)]
-                to = opf[ix(rt + COL_ADDR)]
-                to_size = opf[ix(rt + COL_SIZE)]
-                if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != ml1 or \
-                        opf[ix(rt + COL_OP)] != Op.STORE or to >> 6 != ml0 or \
-                        not _plain(opf, r, i, n, Op.LOAD, flags, addr, size, functional,
-                                   page_ok, lo, hi) or \
-                        not _plain(opf, rt, i + 1, n, Op.STORE, opf[ix(rt + COL_FLAGS)], to,
-                                   to_size, functional, page_ok, lo, hi):
-                    break
-                if i + OPS_AHEAD + 1 < n:
-                    host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
-                    host_prefetch(opf, ix(rt + OPS_AHEAD * N_COLS))
-                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
-                                                lseq + 1, rh, rc, rs)
-                t0 = now
-                if flags and dep > t0:
-                    t0 = dep
-                stamp, ready = _hit(S, policy, repl, ways, ms1, mb1, stamp, t0, hit, flg, rdy,
-                                    False)
-                now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
-                    S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
-                    seq, w_issue, lseq, rh, rc, rs, dmax)
-                dep = ready
-                lseq += 1
-                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
-                                                lseq, rh, rc, rs)
-                t0 = now
-                # no F_DIRTY to set: the store before the loop, to this line, set it
-                stamp, ready = _hit(S, policy, repl, ways, ms0, mb0, stamp, t0, hit, flg, rdy,
-                                    False)
-                now, frac, seq, sh, sc, sl, end, w_sb, w_issue = _store_tail(
-                    S, sbn, sb, commit, upc, site_start, ready, t0, now, frac, seq, dmax, sh,
-                    sc, sl, end, w_sb, w_issue)
-                if functional:
-                    fr_ok = _store_data(S, pt, frames, opf, rt, data, to, to_size, page_ok,
-                                        fr_ok)
-                i += 2
+        # its line, while L1 holds both
+        elif op == Op.STORE and i + 1 < n and ml1 >= 0 and l1.valid(S, tags, ml0, mb0) and \
+                l1.valid(S, tags, ml1, mb1) and not (S[ix(flg + mb0)] | S[ix(flg + mb1)]) & bad:
+            i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, sh, sc, sl, end, w_sb, \
+                w_issue, fr_ok = _copy_pairs(
+                    S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo, hi,
+                    functional, page_ok, fr_ok, hit, policy, repl, ways, flg, rdy, rob, lb, rseq,
+                    rlseq, rdone, rops, upc, sbn, sb, commit, site_start, stamp, now, frac, seq,
+                    lseq, dep, rh, rc, rs, dmax, sh, sc, sl, end, w_sb, w_issue)
     if i == start:
         return i
     S[SC.NOW], S[SC.UOP_FRAC], S[SC.UOP_SEQ] = now, frac, seq
@@ -308,14 +325,14 @@ def plain_run(S, pt, frames, ops, data, i, n):
     S[SC.DONE_MAX], S[SC.DEP_READY] = dmax, dep
     S[SC.LSEQ] = lseq
     S[SC.SB_HEAD], S[SC.SB_COUNT], S[SC.SB_LAST], S[SC.END] = sh, sc, sl, end
-    S[cm.LV_AT + cm.LV.STAMP] = stamp
+    S[l1.STAMP_AT] = stamp
     S[SC.OPS] += i - start
     # the hits: the ops less the misses, which demand_miss counted
     loads = lseq - lseq0
     cm.count(S, 0, cm.CC.LOAD_HITS, loads - cm.counter(S, 0, cm.CC.LOAD_MISSES) + misses0[0])
     cm.count(S, 0, cm.CC.STORE_HITS,
              i - start - loads - cm.counter(S, 0, cm.CC.STORE_MISSES) + misses0[1])
-    cm.remember_l1(S, ml0, ms0, mb0)
+    l1.remember(S, ml0, ms0, mb0)
     # every advance of dispatch is one of the four waits; the sum of their parts within the
     # site telescopes
     w_window = pl.waited(now0, now, site_start) - w_sb - w_lfb - w_issue

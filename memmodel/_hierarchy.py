@@ -12,6 +12,7 @@ totals in ms; the core attributes them to sites.
 from numba import boolean, int64
 
 from memmodel import _hotlines as hot
+from memmodel import _l1 as l1
 from memmodel import _memside as mside
 from memmodel import cache as cm
 from memmodel import memory as mm
@@ -243,14 +244,13 @@ def demand(S, line, t0, kind, ip, addr):
     `ip` of byte address `addr` (ip 0: none, or not a load); marks the L1 copy dirty for
     stores. Returns (the data-ready cycle, the cycle issue waits until: when a miss found
     every line fill buffer busy, the first to free; else 0)."""
-    i0, b = cm.l1_find(S, line)
+    i0, b = l1.lookup(S, line)
     if b >= 0:
         f = cm.flags(S, b)
         if kind == K_LOAD:
             cm.count(S, 0, cm.CC.LOAD_HITS, 1)
         else:
             cm.count(S, 0, cm.CC.STORE_HITS, 1)
-            f |= cm.F_DIRTY
         lat = cm.hit_cycles(S, 0)
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):   # one test for the rare
             if f & cm.F_SHARED and kind != K_LOAD:
@@ -258,9 +258,11 @@ def demand(S, line, t0, kind, ip, addr):
                 f &= ~cm.F_SHARED
             if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
                 f = _l1_first_use(S, line, f, t0, ip, addr)
-        cm.set_flags(S, b, f)
-        cm.touch(S, 0, i0, b)
-        return max(t0 + lat, cm.ready(S, b)), 0
+            cm.set_flags(S, b, f)
+        stamp, done = l1.hit(S, cm.policy(S, 0), S[MH.REPL], cm.ways(S, 0), i0, b,
+                             S[l1.STAMP_AT], t0, lat, S[MH.FLAGS], S[MH.READY], kind != K_LOAD)
+        S[l1.STAMP_AT] = stamp
+        return done, 0
     return demand_miss(S, line, t0, kind, ip, addr)
 
 
@@ -312,9 +314,8 @@ def demand_miss(S, line, t0, kind, ip, addr):
     take(S, S[MH.LFB], S[MT.LFB], done)
     _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before)
     i0 = cm.set_start(S, 0, line)
-    cm.remember_l1(S, line, i0, install(S, 0, i0, line, done,
-                                         (cm.F_DIRTY if kind == K_STORE else 0) | spec
-                                         | shared))
+    l1.remember(S, line, i0, install(S, 0, i0, line, done,
+                                     (cm.F_DIRTY if kind == K_STORE else 0) | spec | shared))
     if S[MT.PF_L1] != PF_NONE:
         _prefetch(S, 0, S[MT.PF_L1], line, t0, ip, addr, False)
     return done, wait

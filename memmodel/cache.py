@@ -9,7 +9,7 @@ import numpy as np
 
 from memmodel.jit import (equal4, equal8, host_prefetch, inlined, ix, reciprocal_bits,
                           remainder, trailing_zeros)
-from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MEMO_AT, MH,
+from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MH,
                              clock, fields)
 from memmodel.policies import level_policy, packed, stamped
 from memmodel.policies.lru import first_order
@@ -40,10 +40,10 @@ N_COUNTERS = len(CC)
 
 INVALID = -1
 
-# memo: derived caches (not model state) of what was found last: the L1 block, valid while
-# it still holds the line, which l1_find checks, so nothing else has to update it; the
-# region (MEMO.REGION, memmodel.memory's), checked the same way (memmodel.layout.MEMO):
-# DERIVED, as are lv's columns from LV.EMPTY on, which the tags determine
+# memo: derived caches (not model state) of what was found last: the L1 block (memmodel._l1)
+# and the region (MEMO.REGION, memmodel.memory's), each valid while it still holds what it
+# names, which its user checks (memmodel.layout.MEMO): DERIVED, as are lv's columns from
+# LV.EMPTY on, which the tags determine
 
 
 def clock_of_level(level):
@@ -171,27 +171,6 @@ def find(S, lvl, i0, line):
 def lookup(S, lvl, line):
     """Block index holding `line` at level `lvl`, or -1."""
     return find(S, lvl, set_start(S, lvl, line), line)
-
-
-@inlined
-def remember_l1(S, line, i0, b):
-    S[MEMO_AT + MEMO.LINE] = line
-    S[MEMO_AT + MEMO.SET] = i0
-    S[MEMO_AT + MEMO.BLOCK] = b
-
-
-@inlined
-def l1_find(S, line):
-    """(first block of `line`'s L1 set, block holding it or -1). Consecutive accesses to
-    one line (sequential 8-byte loads: 8 a line) skip the set index and the way scan."""
-    b = S[MEMO_AT + MEMO.BLOCK]
-    if S[MEMO_AT + MEMO.LINE] == line and S[ix(S[MH.TAGS] + b)] == line:
-        return S[MEMO_AT + MEMO.SET], b
-    i0 = set_start(S, 0, line)
-    b = find(S, 0, i0, line)
-    if b >= 0:
-        remember_l1(S, line, i0, b)
-    return i0, b
 
 
 @inlined

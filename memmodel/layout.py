@@ -84,9 +84,9 @@ class Block:
         return self.fixed[name][0]
 
 
-# memmodel's fixed sections, read on every access at constant offsets (memmodel.cache):
-# the level table, a row per cache level, and the L1 block and the region found last (a
-# derived cache).
+# memmodel's fixed sections, read on every access at constant offsets: the level table, a
+# row per cache level (memmodel.cache), and the L1 block (memmodel._l1) and the region
+# (memmodel.memory) found last (a derived cache).
 LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY RNG STAMP EMPTY INV")
 MEMO = fields("MEMO", "LINE SET BLOCK REGION")
 LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)

@@ -1,9 +1,10 @@
-"""The core's register-resident path for plain loads and stores (_plain_run) against the
-general path, on random programs: identical cycles, statistics, state hash and memory.
+"""The core's register-resident path for plain loads and stores (emu._fast.plain_run) against
+the general path, on random programs: identical cycles, statistics, state hash and memory.
 
-_plain_run repeats the general path's L1-hit step with the pipeline scalars in registers;
-its docstring promises exactly the general path's effects. Machine.plain_path = False sends
-every op through the general path, so the two can be compared op for op.
+Both take the L1's lookup, hit and memo from memmodel._l1; plain_run keeps the pipeline
+scalars, the use stamp and two memo entries in registers and does its own ordering of the
+steps, and its docstring promises exactly the general path's effects. Machine.plain_path =
+False sends every op through the general path, so the two can be compared op for op.
 """
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
