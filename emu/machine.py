@@ -15,6 +15,7 @@ import numpy as np
 
 from emu import _core, _pipeline, fastforward
 from emu import state as st
+from emu import state_setup
 from emu.limits import (
     CLOCK_LIMIT,
     DEFAULT_MEMORY_LIMIT_BYTES,
@@ -34,7 +35,6 @@ from isa.ops import (
 )
 from isa.program import Program, ProgramError
 from isa.sites import site_id
-from memmodel import _hotlines as hot
 from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import media as md
@@ -43,6 +43,9 @@ from memmodel._persist import PQ_ENTRIES
 from memmodel.build import build as build_memory_side
 from memmodel.layout import MS, MT, Layout
 from memmodel.profile import check_regions, load_profile
+from memmodel.sections import hotlines as hot
+from memmodel.sections.cache import contents, lines_with_flag
+from memmodel.sections.memory import MemoryLimit, grow
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
@@ -121,7 +124,7 @@ class Machine:
     functional: move real bytes (off: timing and cache state only).
     memory_limit_bytes: the most functional memory (4 KiB frames of touched pages) the
         machine may hold; an op or write needing more is refused (MemoryLimitFault /
-        memmodel.memory.MemoryLimit) before anything is allocated.
+        memmodel.sections.memory.MemoryLimit) before anything is allocated.
     hot_lines: rows of the hot-line table (a power of two; 0: none), which counts the
         demand misses of every line for run_profile(); inside emu.profiler.capture() a
         machine keeps one of the capture's size.
@@ -150,12 +153,12 @@ class Machine:
         self.layout = Layout(*st.BLOCKS)
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
-        st.add_sections(self.layout, v, n_sites=16)
+        state_setup.add_sections(self.layout, v, n_sites=16)
         self.S, self.pt, self.frames = build_memory_side(
             self.layout, v, regions, functional=functional, node=node, seed=seed,
             hot_lines=hot_lines, background=self.background)
-        st.init_sections(self.S, v, smap)
-        # the core takes spare rows unasked (mm.grow checks the limit only when they run
+        state_setup.init_sections(self.S, v, smap)
+        # the core takes spare rows unasked (grow checks the limit only when they run
         # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
         limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
         self.frames = self.frames[:limit].copy()
@@ -293,11 +296,11 @@ class Machine:
                 break
             if status == st.ST_NEED_PAGES:
                 try:
-                    self.pt, self.frames = mm.grow(self.S, self.pt, self.frames,
+                    self.pt, self.frames = grow(self.S, self.pt, self.frames,
                                                    int(self._out[2]), int(self._out[3]),
                                                    self.memory_limit_bytes)
                     continue
-                except mm.MemoryLimit as e:
+                except MemoryLimit as e:
                     _pipeline.finish(self.S)
                     raise MemoryLimitFault(
                         "functional memory limit", i, self.site_names[int(self.S[st.SC.SITE])],
@@ -369,7 +372,7 @@ class Machine:
         """Give every page of mapped [addr, addr+n) a frame, growing the pools as needed."""
         need = np.zeros(2, dtype=np.int64)
         mm.missing_pages(self.S, self.pt, addr, addr + n, need)
-        self.pt, self.frames = mm.grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]),
+        self.pt, self.frames = grow(self.S, self.pt, self.frames, int(need[0]), int(need[1]),
                                        self.memory_limit_bytes)
         mm.map_pages(self.S, self.pt, addr, addr + n)
 
@@ -405,7 +408,7 @@ class Machine:
         """Lines brought into the caches from memory by transient (mispredicted) loads and
         not used architecturally since, still cached somewhere: what a flush+reload
         attacker would see appear."""
-        return sorted(set().union(*(cm.lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
+        return sorted(set().union(*(lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
                                     for lvl in range(len(self.level_names)))))
 
     def cached(self, addr):
@@ -501,11 +504,11 @@ class Machine:
 
     def cache_contents(self, level):
         """Lines held per set at `level` (a name such as 'l1d' or an index)."""
-        return cm.contents(self.layout, self.S, self._level(level))
+        return contents(self.layout, self.S, self._level(level))
 
     def dirty_lines(self, level):
         """Sorted lines held dirty at `level`."""
-        return cm.lines_with_flag(self.layout, self.S, self._level(level), cm.F_DIRTY)
+        return lines_with_flag(self.layout, self.S, self._level(level), cm.F_DIRTY)
 
     def _level(self, level):
         return self.level_names.index(level) if isinstance(level, str) else level

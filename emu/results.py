@@ -7,6 +7,7 @@ import numpy as np
 from emu.state import ST_FAULT_MCE, ST_FAULT_PRIVILEGE, ST_FAULT_SMAP, ST_FAULT_UNMAPPED
 from isa.program import EFAULT, Ret
 from memmodel import memory as mm
+from memmodel.sections.memory import MemoryLimit
 
 
 class EmuFault(Exception):
@@ -34,7 +35,7 @@ class MachineCheck(EmuFault):
     """Poison consumed outside a machine-check-safe copy: unrecoverable."""
 
 
-class MemoryLimitFault(EmuFault, mm.MemoryLimit):
+class MemoryLimitFault(EmuFault, MemoryLimit):
     """The op would need more functional memory than Machine(memory_limit_bytes) allows: a
     precise fault, and the MemoryLimit that write() raises, so one except catches both."""
 

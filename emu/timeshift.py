@@ -34,7 +34,7 @@ def fields(m):
 
 def shift(m, deltas):
     """Move machine `m` along its clocks: {clock: delta} (cycles, fp, uops, loads, mem,
-    stream, memmodel.cache.clock_of_level's lru0, ...; a missing clock is not moved). "fp"
+    stream, memmodel.sections.cache.clock_of_level's lru0, ...; a missing clock is not moved). "fp"
     moves with "cycles" by default (delta x media.FP), as the media's busy times are cycles
     in FP units."""
     deltas = dict(deltas)

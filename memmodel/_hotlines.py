@@ -8,11 +8,9 @@ until three quarters full (probes stay short); later misses on lines it does not
 counted in MS.HOT_DROPPED, so a report can say what it left out. Per region, the same
 misses are counted exactly in hot_region (no table limit).
 """
-import numpy as np
-
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import COUNTER, MH, MS, MT, fields
+from memmodel.layout import MH, MS, MT, fields
 
 N_TAGS = 4
 HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MORE " +
@@ -21,31 +19,6 @@ N_HL = len(HL)
 HR = fields("HR", "L1D_MISSES STORE_MISSES LLC_MISSES")   # hot_region[region, counter]
 assert HL.STORE_MISSES == HL.L1D_MISSES + 1 and HL.LLC_MISSES == HL.L1D_MISSES + 2   # _count
 N_HR = len(HR)
-
-
-def _roles(layout, S):
-    """A row's miss counts (its line and tags: EXACT)."""
-    rows = layout.offsets["hot"] + N_HL * np.arange(layout.shapes["hot"][0])
-    return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES]),
-             COUNTER)]
-
-
-def add_sections(layout, entries, n_regions):
-    if entries < 0 or entries & (entries - 1):
-        raise ValueError(f"hot-line table entries must be a power of two, not {entries}")
-    layout.add("hot", (max(entries, 1), N_HL), _roles)
-    layout.add("hot_region", (n_regions, N_HR), COUNTER)
-
-
-def init_sections(layout, S, entries):
-    """An empty table of `entries` rows (also what Machine.reset_stats leaves)."""
-    S[MT.HOT_CAP] = entries
-    S[MS.HOT_USED] = S[MS.HOT_DROPPED] = 0
-    rows = layout.view(S, "hot")
-    rows[...] = 0
-    rows[:, HL.LINE] = -1
-    rows[:, HL.TAG0:] = -1
-    layout.view(S, "hot_region")[...] = 0
 
 
 @inlined

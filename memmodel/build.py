@@ -1,12 +1,12 @@
 """The memory side of a machine, built in one call (Python only): every memmodel section
 declared (with its role, memmodel.layout), the state buffer S allocated, and the sections
 set from the profile."""
-from memmodel import _hotlines as hot
-from memmodel import cache as cm
-from memmodel import media as md
-from memmodel import memory as mm
 from memmodel import tables
-from memmodel.prefetch import ip_stride, stream
+from memmodel.sections import cache as cm
+from memmodel.sections import hotlines as hot
+from memmodel.sections import ip_stride, stream
+from memmodel.sections import media as md
+from memmodel.sections import memory as mm
 
 
 def build(layout, values, regions, *, functional, node, seed, hot_lines, background):

@@ -3,16 +3,10 @@
 All levels share flat per-block sections (tags, repl, ready, flags): level l's blocks start
 at lv[l, LV.BASE], set s at LV.BASE + s*ways (what a set keeps in repl: memmodel.policies).
 Compiled phases are small functions: lookup, touch (hit), fill (victim choice + evict +
-install), invalidate.
+install), invalidate. The sections' set-up and Python views: memmodel.sections.cache.
 """
-import numpy as np
-
-from memmodel.jit import (equal4, equal8, host_prefetch, inlined, ix, reciprocal_bits,
-                          remainder, trailing_zeros)
-from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MH,
-                             clock, fields)
-from memmodel.policies import level_policy, packed, stamped
-from memmodel.policies.lru import first_order
+from memmodel.jit import equal4, equal8, host_prefetch, inlined, ix, remainder, trailing_zeros
+from memmodel.layout import LV, LV_AT, MH, fields
 from memmodel.policies import _dispatch as policies
 
 # lv[level, field]: memmodel.layout.LV
@@ -44,68 +38,6 @@ INVALID = -1
 # and the region (MEMO.REGION, memmodel.memory's), each valid while it still holds what it
 # names, which its user checks (memmodel.layout.MEMO): DERIVED, as are lv's columns from
 # LV.EMPTY on, which the tags determine
-
-
-def clock_of_level(level):
-    """The clock of a level's use stamps (emu.timeshift)."""
-    return f"lru{level}"
-
-
-def _lv_roles(layout, S):
-    """Each level's use stamp, and its DERIVED columns."""
-    rows = LV_AT + N_LV * np.arange(layout.shapes["lv"][0])
-    return [(rows[:, None] + np.arange(LV.EMPTY, N_LV), DERIVED)] + [
-        (np.array([r + LV.STAMP]), clock(clock_of_level(lvl), own=True))
-        for lvl, r in enumerate(rows)]
-
-
-def _repl_roles(layout, S):
-    """The blocks' use stamps of the levels whose policy keeps stamps (FIFO, and LRU in L1
-    or in sets of more than 16 ways), on their level's clock."""
-    out = []
-    for lvl in range(layout.shapes["lv"][0]):
-        row = LV_AT + lvl * N_LV
-        if stamped(S[row + LV.POLICY]):
-            base, n = S[row + LV.BASE], S[row + LV.SETS] * S[row + LV.WAYS]
-            out.append((layout.offsets["repl"] + np.arange(base, base + n),
-                        clock(clock_of_level(lvl))))
-    return out
-
-
-def add_sections(layout, levels):
-    """Declare the cache sections for `levels` (dicts with size_bytes, ways, ...)."""
-    if len(levels) > LV_ROWS:
-        raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
-    total = sum(lv["size_bytes"] // 64 for lv in levels)
-    layout.add("memo", len(MEMO), DERIVED)
-    layout.add("lv", (len(levels), N_LV), _lv_roles)
-    for name, role in (("tags", EXACT), ("repl", _repl_roles), ("ready", clock("cycles")),
-                       ("flags", EXACT)):   # a set of 8 ways is one host line
-        layout.add(name, total, role, on_line=True)
-    layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER)
-
-
-def init_sections(layout, S, levels, seed=0):
-    lv = layout.view(S, "lv")
-    base = 0
-    for i, lvl in enumerate(levels):
-        sets = lvl["size_bytes"] // (64 * lvl["ways"])
-        lv[i, LV.SETS] = sets
-        lv[i, LV.MASK] = sets - 1 if sets & (sets - 1) == 0 else -1
-        lv[i, LV.WAYS] = lvl["ways"]
-        lv[i, LV.BASE] = base
-        lv[i, LV.HIT] = lvl["hit_cycles"]
-        lv[i, LV.POLICY] = level_policy(lvl["policy"], lvl["ways"], i)
-        # xorshift must not start at 0; distinct per level, fixed by the seed
-        x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
-        lv[i, LV.RNG] = np.uint64(x).view(np.int64)
-        lv[i, LV.EMPTY] = sets * lvl["ways"]
-        lv[i, LV.INV] = reciprocal_bits(sets)
-        if packed(lv[i, LV.POLICY]):
-            layout.view(S, "repl")[base:base + sets * lvl["ways"]:lvl["ways"]] = \
-                first_order(lvl["ways"])
-        base += sets * lvl["ways"]
-    layout.view(S, "tags")[:] = INVALID
 
 
 @inlined
@@ -312,20 +244,3 @@ def invalidate(S, lvl, b):
     S[ix(S[MH.FLAGS] + b)] = 0
     count(S, lvl, CC.INVALIDATIONS, 1)
     return was_dirty
-
-
-def contents(layout, S, lvl):
-    """Python view for tests and reports: list of sets, each a sorted list of lines."""
-    lv = layout.view(S, "lv")[lvl]
-    n_sets, ways, b = int(lv[LV.SETS]), int(lv[LV.WAYS]), int(lv[LV.BASE])
-    tags = layout.view(S, "tags")[b:b + n_sets * ways].reshape(n_sets, ways)
-    return [sorted(int(t) for t in row if t != INVALID) for row in tags]
-
-
-def lines_with_flag(layout, S, lvl, flag):
-    """Sorted list of the lines held at `lvl` with `flag` (F_DIRTY, F_TRANSIENT) set."""
-    lv = layout.view(S, "lv")[lvl]
-    b, n = int(lv[LV.BASE]), int(lv[LV.SETS] * lv[LV.WAYS])
-    tags = layout.view(S, "tags")[b:b + n]
-    fl = layout.view(S, "flags")[b:b + n]
-    return sorted(int(t) for t, f in zip(tags, fl) if t != INVALID and f & flag)

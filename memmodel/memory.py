@@ -7,12 +7,13 @@ table `pt`, holding a frame index per 4 KiB page and, beside it, the page's pois
 (a bit per 64-byte line). A 64 GiB region costs 32 K directory entries until it is touched.
 
 Compiled code never allocates: when a program needs more chunks or frames than are free,
-the core stops before the op that needs them, the facade grows `pt`/`frames` and resumes.
+the core stops before the op that needs them, the facade grows `pt`/`frames` and resumes
+(memmodel.sections.memory, with the sections' set-up).
 """
 import numpy as np
 
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import EXACT, MEMO, MEMO_AT, MH, fields
+from memmodel.layout import MEMO, MEMO_AT, MH, fields
 from memmodel.media import PERSISTENCE
 
 PAGE_BYTES = 4096
@@ -39,63 +40,6 @@ ALLOC = fields("ALLOC", "CHUNKS FRAMES")
 RCTR = fields("RCTR", "LINE_READS LINE_WRITES")
 REGION_COUNTER_NAMES = tuple(c.name.lower() for c in RCTR)
 N_RCOUNT = len(RCTR)
-
-
-def _dir_entries(r):
-    return (r["size_bytes"] + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT
-
-
-def add_sections(layout, regions):
-    layout.add("reg", (len(regions), N_RG), EXACT)
-    layout.add("chunk_dir", sum(_dir_entries(r) for r in regions), EXACT)
-    layout.add("alloc", len(ALLOC), EXACT)
-
-
-def init_sections(layout, S, regions, media_ids, persistence):
-    """`regions` sorted by base, `persistence`: media name -> "none"/"adr"/"eadr".
-    Returns the initial (pt, frames)."""
-    reg = layout.view(S, "reg")
-    d = 0
-    for i, r in enumerate(regions):
-        reg[i] = (r["base"], r["base"] + r["size_bytes"], media_ids[r["media"]], r["node"],
-                  r.get("privilege") == "user", d,
-                  PERSISTENCE.index(persistence[r["media"]]))
-        d += _dir_entries(r)
-    layout.view(S, "chunk_dir")[:] = NOT_MAPPED
-    layout.view(S, "alloc")[ALLOC.FRAMES] = RESERVED_FRAMES
-    return _pt_rows(4), np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
-
-
-def _pt_rows(n):
-    """n empty page-table rows: no frames, no poison."""
-    rows = np.full((n, PT_COLS), NOT_MAPPED, dtype=np.int64)
-    rows[:, POISON0:POISON0 + CHUNK_PAGES] = 0
-    return rows
-
-
-class MemoryLimit(ValueError):
-    """More functional memory than the machine's limit would be needed."""
-
-
-def grow(S, pt, frames, chunks_needed, frames_needed, limit_bytes):
-    """(pt, frames) with room for that many more chunks and frames (amortised doubling, up to
-    `limit_bytes` of frames); MemoryLimit, with nothing allocated, beyond it."""
-    used_c, used_f = int(S[S[MH.ALLOC] + ALLOC.CHUNKS]), int(S[S[MH.ALLOC] + ALLOC.FRAMES])
-    limit = limit_bytes // PAGE_BYTES
-    if used_f + frames_needed > limit:
-        raise MemoryLimit(f"{frames_needed} more 4 KiB frames ({frames_needed * PAGE_BYTES} "
-                          f"bytes) are needed, {used_f} are held; the limit is "
-                          f"{limit_bytes} bytes of functional memory")
-    if used_c + chunks_needed > len(pt):
-        new = _pt_rows(max(used_c + chunks_needed, 2 * len(pt)))
-        new[:len(pt)] = pt
-        pt = new
-    if used_f + frames_needed > len(frames):
-        rows = max(used_f + frames_needed, min(2 * len(frames), limit))
-        new = np.zeros((rows, PAGE_BYTES), dtype=np.uint8)
-        new[:len(frames)] = frames
-        frames = new
-    return pt, frames
 
 
 @inlined

@@ -33,8 +33,9 @@ class ProfileError(ValueError):
 
 # The schema, one table per section: numbers are (type, sourced, minimum, maximum), other
 # values (type, sourced, allowed names or None); sourced numbers need value + source or
-# assumption. The media kinds' own keys (memmodel.media.KINDS) are specs of the same form,
-# with the types spelt as these strings. Every number has a finite range: the maxima are
+# assumption. The media kinds' own keys (each kind module's PROFILE_KEYS, memmodel.media.KINDS)
+# and the studies' declared costs (emu.studies.costs) are specs of the same form, with the
+# types spelt as these strings. Every number has a finite range: the maxima are
 # generous for real hardware and keep what is derived from a value (cycles, FP occupancies,
 # the sizes of the state buffer's sections) well inside int64 and of bounded size.
 _NUM = "num"
@@ -149,18 +150,11 @@ _MEDIA = {
     "persistence": (_STR, False, PERSISTENCE),
     "reads_wait_for_writes": (_BOOL, False, None),
 }
-# Work the emulator does not model, declared per operation (docs/design.md "Honesty rules"):
-# scenarios emit these as WORK ops, the same for every variant.
-_SOFTWARE = {
-    "syscall_entry_exit_ns": (_NUM, True, *_NS),
-    "vfs_read_ns": (_NUM, True, *_NS),
-    "vfs_write_ns": (_NUM, True, *_NS),
-    "fs_read_iter_ns": (_NUM, True, *_NS),
-    "fs_write_iter_ns": (_NUM, True, *_NS),
-    "vhost_net_tx_ns": (_NUM, True, *_NS),
-    "tun_xdp_ns": (_NUM, True, *_NS),
-    "dma_pool_call_ns": (_NUM, True, *_NS),
-}
+# [software]: work the emulator does not model, declared per operation (docs/design.md
+# "Honesty rules"), which the studies emit as WORK ops, the same for every variant. The keys
+# are the studies' (each scenario declares those it reads: emu.studies.costs, which checks
+# them); here only the table's shape: each entry a sourced number of ns.
+SOFTWARE_VALUE = (_NUM, True, *_NS)
 # Regions lie in the physical address space (isa.ops.PHYS_LIMIT, whose package loads numba:
 # tests/test_bad_values.py checks the two agree). Functional memory has a directory entry
 # per 2 MiB of every region (memmodel.memory): MAPPED_BYTES in all (64 TiB, more than any
@@ -345,7 +339,7 @@ def _check_value(where, key, spec, raw, sources, transfers):
     else:
         val = raw
     if kind in (_INT, _NUM):
-        return _check_number(f"{where}.{key}", kind, val, *limit)
+        return check_number(f"{where}.{key}", kind, val, *limit)
     (allowed,) = limit
     if kind == _BOOL:
         if not isinstance(val, bool):
@@ -388,7 +382,7 @@ def _names(what, val, allowed):
     return tuple(names)
 
 
-def _check_number(what, kind, val, lo, hi):
+def check_number(what, kind, val, lo, hi):
     """`val` as the schema's int or float in [lo, hi]; the error names `what`, the value and
     the range. Bools are not numbers here; nan and the infinities are never in range."""
     if isinstance(val, bool) or not isinstance(val, int if kind == _INT else (int, float)):
@@ -471,8 +465,11 @@ def _validate(raw, fname):
     v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources,
                                  transfers)
     v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources, transfers)
-    v["software"] = _check_table(f"{fname}: software", raw.get("software", {}), _SOFTWARE, sources,
-                                 transfers)
+    software = raw.get("software", {})
+    if not isinstance(software, dict):
+        raise ProfileError(f"{fname}: software: must be a table")
+    v["software"] = _check_table(f"{fname}: software", software,
+                                 dict.fromkeys(software, SOFTWARE_VALUE), sources, transfers)
     media = raw.get("media", {})
     if not isinstance(media, dict) or not media:
         raise ProfileError(f"{fname}: media: needs at least one [media.NAME]")

@@ -22,7 +22,7 @@ SHIPPED = Path(load_profile(BASE).files[-1])
 TABLES = {"core": schema._CORE, "cache": schema._CACHE, "llc": schema._LLC_EXTRA,
           "l2": schema._L2_EXTRA,
           "instr": schema._INSTR, "prefetch": schema._PREFETCH, "numa": schema._NUMA,
-          "media": schema._MEDIA, "software": schema._SOFTWARE, "region": schema._REGION,
+          "media": schema._MEDIA, "software": {"any key": schema.SOFTWARE_VALUE}, "region": schema._REGION,
           **{f"media kind {k}": keys for k, (_, keys) in KINDS.items()}}
 
 

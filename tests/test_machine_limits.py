@@ -9,6 +9,7 @@ from emu import Machine
 from emu.results import MemoryLimitFault
 from isa.program import Program, ProgramError
 from memmodel import memory as mm
+from memmodel.sections.memory import MemoryLimit
 
 PAGE = mm.PAGE_BYTES
 
@@ -48,19 +49,19 @@ def test_a_refused_repeat_leaves_the_machine_as_it_was(call):
 def test_the_memory_limit_holds_for_runs_as_for_writes():
     base = 0x100000
     m = Machine("skylake-ddr4", memory_limit_bytes=8 * 1024)   # below what a machine holds
-    with pytest.raises(mm.MemoryLimit):
+    with pytest.raises(MemoryLimit):
         m.write(base, b"x")
     with pytest.raises(MemoryLimitFault):
         m.run(Program().store(base, b"\1" * 8))
     # one type names the limit for both: the fault is the MemoryLimit write() raises
-    with pytest.raises(mm.MemoryLimit):
+    with pytest.raises(MemoryLimit):
         m.run(Program().store(base, b"\1" * 8))
     # room for two pages beside the RESERVED_FRAMES every machine holds: a third is refused
     m = Machine("skylake-ddr4", memory_limit_bytes=(mm.RESERVED_FRAMES + 2) * PAGE)
     m.run(Program().store(base, b"\1" * 8).store(base + PAGE, b"\2" * 8))
     with pytest.raises(MemoryLimitFault):
         m.run(Program().store(base + 2 * PAGE, b"\3" * 8))
-    with pytest.raises(mm.MemoryLimit):
+    with pytest.raises(MemoryLimit):
         m.write(base + 3 * PAGE, b"x")
     assert m.read(base, 8) == b"\1" * 8 and m.read(base + PAGE, 8) == b"\2" * 8
     m.run(Program().store(base + 8, b"\4" * 8))   # pages it holds: still usable

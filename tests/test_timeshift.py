@@ -9,7 +9,7 @@ import pytest
 from emu import Machine, timeshift
 from isa import Program
 from isa.ops import Op
-from memmodel.cache import clock_of_level
+from memmodel.sections.cache import clock_of_level
 
 CONFIGS = [
     ("skylake-ddr4", {}),

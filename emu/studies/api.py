@@ -10,8 +10,8 @@ command line checks them (one error text); `emu run` itself calls run_study with
 it parsed, so both give the same result.
 """
 from emu.studies import scenarios
+from emu.studies.costs import load_profile
 from emu.studies.options import Option, OptionError, Options, resolve
-from memmodel.profile import load_profile
 
 
 def scenario(name):

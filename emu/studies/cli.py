@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple
 
 from emu.results import EmuFault
 from emu.studies import api, plots, profile_cmd, scenarios, spectre, sweep, trace_cmd, validate
+from emu.studies.costs import load_profile
 from emu.studies.fio import FioError
 from emu.studies.options import (
     CliError,
@@ -41,7 +42,7 @@ from emu.studies.scenarios import (
 )
 from isa.program import ProgramError
 from memmodel.media import KIND_IDS
-from memmodel.profile import ProfileError, load_profile, read_toml, shipped_profiles
+from memmodel.profile import ProfileError, read_toml, shipped_profiles
 
 
 class Command(NamedTuple):

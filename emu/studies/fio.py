@@ -29,10 +29,11 @@ job's share of a value falls below the profile's range for it, are refused.
 import errno
 from dataclasses import dataclass
 
+from emu.studies.costs import NS, load_profile
 from emu.studies.options import Option
 from emu.studies.scenarios.common import USER_BYTES
 from isa.program import Program
-from memmodel.profile import MAPPED_BYTES, ProfileError, load_profile
+from memmodel.profile import MAPPED_BYTES, ProfileError
 
 RW = ("read", "write")
 _DONE = {"read": "read", "write": "written"}
@@ -42,6 +43,11 @@ MAX_BYTES = 1 << 36   # 64 GiB a variant: minutes of emulation
 # The site of the driver's own loop: what runs outside the I/O's functions, and the end of
 # the run (the last I/O's stores and memory writes draining, Program.loop).
 LOOP_SITE = "fio loop"
+
+
+# the declared costs the driver emits per I/O (emu.studies.costs), of either direction
+COSTS = dict.fromkeys(("syscall_entry_exit_ns", "vfs_read_ns", "vfs_write_ns", "fs_read_iter_ns",
+                       "fs_write_iter_ns"), NS)
 
 
 class FioError(Exception):

@@ -1,7 +1,9 @@
 """DRAM-like media (the kinds dram and nvdimm-n: NVDIMM-N serves from its DRAM and saves it
 to flash only on power loss): every access moves one 64-byte line at the channel's rate.
 
-A kind's module holds the same three functions:
+A kind's module declares KINDS and PROFILE_KEYS (literals: memmodel.media reads them from
+its source, without numba), REPORTS (which of memmodel.media.MEDIA_COUNTER_NAMES its media report)
+and holds the same three functions:
 
     init_params(p, spec, freq_ghz, read_gbps, write_gbps)   the kind's columns of mp row p
     read(S, p, m, row, addr, t, stamp) -> the cycle the data is back
@@ -14,8 +16,13 @@ into the WPQ at cycle t; `stamp` orders the accesses. The channel timing around 
 link, the WPQ's slots, a timeline's occupancy) is memmodel.media._channels'.
 """
 from memmodel.jit import inlined, ix
-from memmodel.media import CH, FP, MC, MP, occ_fp
+from memmodel.media import CH, FP, MC, MEDIA_COUNTER_NAMES, MP, occ_fp
 from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
+
+KINDS = ("dram", "nvdimm-n")
+PROFILE_KEYS = {}
+# its media read and write 64 B lines, which line_reads and line_writes count already
+REPORTS = tuple(n for n in MEDIA_COUNTER_NAMES if n not in ("xpline_reads", "xpline_writes"))
 
 
 def init_params(p, spec, freq_ghz, read_gbps, write_gbps):

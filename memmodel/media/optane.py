@@ -25,10 +25,21 @@ The functions are those of every kind (memmodel.media.dram).
 """
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH
-from memmodel.media import CH, FP, KIND_IDS, MC, MP, XP, G, cycles, occ_fp
+from memmodel.media import CH, FP, KIND_IDS, MC, MEDIA_COUNTER_NAMES, MP, XP, G, cycles, occ_fp
 from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
 
-KIND = KIND_IDS.index("optane")
+# the kind's declarations (literals, which memmodel.media reads without numba): an XPLine's
+# written-chunk mask is one int64 (a bit per 64 bytes), and the XPBuffer is scanned per
+# access and has room in every channel row
+KINDS = ("optane",)
+PROFILE_KEYS = {
+    "buffer_read_latency_ns": ("num", True, 0, 1_000_000),
+    "xpline_bytes": ("int", True, 64, 2048),
+    "xpbuffer_entries": ("int", True, 1, 1024),
+    "bus_gbps": ("num", True, 1e-3, 10_000),   # one DIMM's bus: its write intake
+}
+KIND = KIND_IDS.index(KINDS[0])
+REPORTS = MEDIA_COUNTER_NAMES   # its media's own accesses are XPLines: xpline_reads, _writes
 
 
 def init_params(p, spec, freq_ghz, read_gbps, write_gbps):

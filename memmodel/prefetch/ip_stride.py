@@ -29,7 +29,7 @@ The table's order is its recency (no clock): rows move on each training, which k
 state free of time stamps (emu.fastforward matches it word for word).
 """
 from memmodel.jit import compiled, ix
-from memmodel.layout import EXACT, MH, fields
+from memmodel.layout import MH, fields
 from memmodel.prefetch import PREFETCHER_IDS
 
 ID = PREFETCHER_IDS.index("ip_stride")
@@ -38,14 +38,6 @@ MAX_STRIDE = 2048   # bytes, either way (the manual's "strides of up to 2K bytes
 ROW = fields("ROW", "IP LAST STRIDE")   # columns of a table row; IP 0: an empty row
 N_ROW = len(ROW)
 HEAD = fields("HEAD", "SIZE")           # row 0: the table's entries
-
-
-def add_sections(layout, entries):
-    layout.add("ip_stride", (entries + 1, N_ROW), EXACT)
-
-
-def init_sections(layout, S, entries):
-    layout.view(S, "ip_stride")[0, HEAD.SIZE] = entries
 
 
 @compiled

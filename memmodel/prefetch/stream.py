@@ -12,10 +12,8 @@ small table replaced least recently used; the table size is the profile's
 prefetch.stream_entries. A page holds one stream, of one direction, at a time (the manual's
 streamer may keep one forward and one backward stream per page: a simplification).
 """
-import numpy as np
-
 from memmodel.jit import compiled, ix
-from memmodel.layout import MH, clock, fields
+from memmodel.layout import MH, fields
 from memmodel.prefetch import PREFETCHER_IDS
 
 ID = PREFETCHER_IDS.index("stream")
@@ -23,24 +21,6 @@ ID = PREFETCHER_IDS.index("stream")
 ROW = fields("ROW", "PAGE LAST NEXT STAMP DIR")   # columns of a table row (DIR: +1 or -1)
 N_ROW = len(ROW)
 HEAD = fields("HEAD", "CLOCK SIZE")           # row 0: the table's clock and its entries
-
-
-def _roles(layout, S):
-    """The table's clock and its rows' stamps, on clock "stream"."""
-    st = layout.offsets["stream"]
-    rows = st + N_ROW * np.arange(1, layout.shapes["stream"][0])
-    return [(np.array([st + HEAD.CLOCK]), clock("stream", own=True)),
-            (rows + ROW.STAMP, clock("stream"))]
-
-
-def add_sections(layout, entries):
-    layout.add("stream", (entries + 1, N_ROW), _roles)
-
-
-def init_sections(layout, S, entries):
-    table = layout.view(S, "stream")
-    table[0, HEAD.SIZE] = entries
-    table[1:, ROW.PAGE] = -1
 
 
 @compiled

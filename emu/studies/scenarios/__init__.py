@@ -5,7 +5,8 @@ and the Python API emu.studies.run are made from them), `run(options) -> result 
 an emu.studies.options.Options (the profile, its overrides, the option values as attributes)
 in the interface format {"scenario": NAME, "profile": ..., "variants": {VARIANT: {METRIC:
 value}}, ...} and `table(result) -> str`; its docstring is what `emu run NAME --help` prints.
-Optional: READINGS, the other settings of values no source settles, run beside (`readings()`).
+Optional: READINGS, the other settings of values no source settles, run beside (`readings()`);
+COSTS, the declared costs it reads from the profile's [software] table (emu.studies.costs).
 
 Scenarios are found, not listed: every module of this package that defines NAME is one
 (common.py, which does not, holds what they share); `registry()` gives them by NAME. A new
@@ -19,9 +20,9 @@ import functools
 import importlib
 import pkgutil
 
+from emu.studies.costs import load_profile
 from emu.studies.options import Option
 from emu.studies.progress import progress
-from memmodel.profile import load_profile
 
 CONTRACT = ("DEFAULT_PROFILE", "METRIC", "SENSITIVE", "OPTIONS", "run", "table")
 FACTORS = (0.5, 2.0)

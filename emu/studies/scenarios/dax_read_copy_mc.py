@@ -30,6 +30,8 @@ import numpy as np
 
 from emu import profiler
 from emu.results import MachineCheck
+from emu.studies import fio
+from emu.studies.costs import load_profile
 from emu.studies.fio import (
     FioError,
     check_job_options,
@@ -46,13 +48,14 @@ from isa import Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
 from kernels.read_write import ksys_pread64
-from memmodel.profile import MAPPED_BYTES, load_profile
+from memmodel.profile import MAPPED_BYTES
 
 NAME = "dax-read-copy-mc"
 DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = {"fragile": CopyMc(fragile_key=True), "generic": CopyMc(fragile_key=False),
             "fragile+generic-bug": CopyMc(fragile_key=True, bug=True)}
 METRIC = "iops"
+COSTS = fio.COSTS
 SENSITIVE = ("software.syscall_entry_exit_ns", "software.vfs_read_ns",
              "software.fs_read_iter_ns", "media.optane.read_latency_ns",
              "media.optane.buffer_read_latency_ns", "media.optane.read_bw_gbps",

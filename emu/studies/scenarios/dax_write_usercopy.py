@@ -19,6 +19,8 @@ import numpy as np
 
 from emu import profiler
 from emu.machine import Machine
+from emu.studies import fio
+from emu.studies.costs import load_profile
 from emu.studies.fio import (
     FioError,
     check_job_options,
@@ -36,13 +38,14 @@ from kernels.pmem import PmemDevice
 from kernels.read_write import ksys_pwrite64
 from kernels.usercopy import Hardening
 from kernels.usercopy_64 import clwb_op
-from memmodel.profile import ProfileError, load_profile
+from memmodel.profile import ProfileError
 
 NAME = "dax-write-usercopy"
 DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
 PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
+COSTS = fio.COSTS
 # check_heap_object's struct-page load strides 64 B through the memmap, one struct page an
 # I/O: the L1 IP-stride prefetcher learns it if its entry outlives the I/O's kernel path
 READINGS = {

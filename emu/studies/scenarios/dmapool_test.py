@@ -12,6 +12,7 @@ the emulator predicts.
 """
 from emu import profiler
 from emu.machine import Machine
+from emu.studies.costs import NS
 from emu.studies.options import Option
 from emu.studies.progress import progress
 from isa import Program
@@ -22,6 +23,8 @@ NAME = "dmapool-test"
 DEFAULT_PROFILE = "skylake-ddr4"
 VARIANTS = dmapool.VARIANTS
 METRIC = "time_us"
+# the non-memory work of a dma_pool_alloc / dma_pool_free call, declared (emu.studies.costs)
+COSTS = {"dma_pool_call_ns": NS}
 SENSITIVE = ("software.dma_pool_call_ns", "instr.div64_cycles", "instr.lock_rmw_cycles",
              "instr.pushf_pop_cycles", "instr.cli_cycles", "instr.sti_cycles", "core.freq_ghz",
              "instr.branch_mispredict_cycles", "core.branch_history_bits")

@@ -30,17 +30,19 @@ published figure: the emulator predicts.
 
 from emu import profiler
 from emu.machine import Machine
+from emu.studies.costs import NS, load_profile
 from emu.studies.options import Option
 from emu.studies.progress import progress
 from emu.studies.scenarios.common import functions_table, with_user_region
 from isa import Program
 from kernels import vhost
-from memmodel.profile import load_profile
 
 NAME = "vhost-tx"
 DEFAULT_PROFILE = "broadwell-ddr4"
 VARIANTS = tuple(f"smap={s},path={p}" for s in ("on", "off") for p in vhost.PATHS)
 METRIC = "mpps"
+# the host's handle_tx and tun + xdp1 work per packet, declared (emu.studies.costs)
+COSTS = {"vhost_net_tx_ns": NS, "tun_xdp_ns": NS}
 SENSITIVE = ("software.vhost_net_tx_ns", "software.tun_xdp_ns", "instr.stac_cycles",
              "instr.clac_cycles", "instr.lfence_cycles", "instr.lock_rmw_cycles",
              "instr.branch_mispredict_cycles", "instr.index_mask_cycles",

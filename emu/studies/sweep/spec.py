@@ -30,9 +30,10 @@ import re
 from typing import NamedTuple
 
 from emu.studies import api, scenarios
+from emu.studies.costs import load_profile
 from emu.studies.options import CliError, OptionError, _parse_set
 from emu.studies.sweep.results import BASE_COLUMNS, ROW_COLUMNS, _csv_line
-from memmodel.profile import ProfileError, load_profile, read_toml
+from memmodel.profile import ProfileError, read_toml
 
 SECTIONS = {"sweep": ("scenario", "scenarios", "profiles", "variants", "metrics"),
             "options": None, "overrides": None}   # None: any key (checked per scenario/profile)

@@ -1,0 +1,12 @@
+"""The IP-stride prefetcher's table (memmodel.prefetch.ip_stride): `entries` empty rows
+(the table's order is its recency: no clock)."""
+from memmodel.layout import EXACT
+from memmodel.prefetch.ip_stride import HEAD, N_ROW
+
+
+def add_sections(layout, entries):
+    layout.add("ip_stride", (entries + 1, N_ROW), EXACT)
+
+
+def init_sections(layout, S, entries):
+    layout.view(S, "ip_stride")[0, HEAD.SIZE] = entries
