@@ -448,6 +448,21 @@ class Machine:
         return CrashImage(pages, {n: r for n, r in self.regions.items()
                                   if reg[self.region_names.index(n), mm.RG.PERSIST] != mm.P_NONE})
 
+    # ------------------------------------------------------------------ snapshots
+    def save(self, path):
+        """Write this machine's whole state to `path` (a zip; docs/machine.md "Snapshots"),
+        written beside it and renamed, so `path` is never half written."""
+        from emu import snapshot
+        snapshot.save(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """The machine saved at `path`, continuing bit-identically to the one saved; an
+        emu.snapshot.SnapshotError naming what differs for a file of another package version
+        or state layout, or one that is not a whole snapshot."""
+        from emu import snapshot
+        return snapshot.load(cls, path)
+
     # ------------------------------------------------------------------ statistics
     def reset_stats(self):
         """Zero every counter stats() reports (per cache level, media, region and site), e.g.

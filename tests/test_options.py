@@ -99,7 +99,8 @@ def test_every_studys_options_are_the_command_lines():
     for name, mod in scenarios.registry().items():
         args = vars(parser.parse_args(["run", name]))
         own = {k: v for k, v in args.items() if k not in (
-            "command", "scenario", "profile", "overrides", "json", "quiet", "sensitivity")}
+            "command", "scenario", "profile", "overrides", "json", "quiet", "sensitivity",
+            "stat")}
         assert own == {o.name: o.default for o in api.run_options(mod)}, name
 
 

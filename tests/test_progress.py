@@ -2,7 +2,9 @@
 --json or --quiet or without tqdm, and never changing what stdout gets."""
 import json
 import os
+import re
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -138,3 +140,33 @@ def test_map_trace_pass_has_its_own_bar(capsys, monkeypatch, din):
     fake.parts.clear()
     run(capsys, "trace", din, "--map-trace", "--quiet")
     assert fake.text == ""
+
+
+def test_the_bar_moves_within_a_long_item(monkeypatch):
+    """Within the first item (no estimate yet) the bar is redrawn with its elapsed time;
+    within the second, advanced by time over the first's duration, short of the item's end;
+    at each item's end it stands at the items done."""
+    fake = fake_tty(monkeypatch)
+    monkeypatch.setattr(progress, "TICK_S", 0.05)
+    seen = []
+    bar = progress.progress(["a", "b"], "items", enabled=True)
+    for i, item in enumerate(bar):
+        drawn = len(fake.parts)
+        time.sleep(0.6)
+        seen.append((bar.bar.n, len(fake.parts) - drawn))
+    assert bar.bar.disable   # closed at the end
+    (n0, redraws0), (n1, redraws1) = seen
+    assert n0 == 0 and redraws0 >= 3           # item 1: elapsed time redrawn, no advance
+    assert 1 < n1 <= 1 + progress.AHEAD and redraws1 >= 3
+    assert "items" in fake.text
+
+
+def test_a_long_single_variant_run_moves_and_its_result_is_the_same(capsys, monkeypatch):
+    """A study of one long variant: the bar moves while it runs, and the result is the one
+    without a bar, word for word."""
+    plain = run(capsys, "run", "dax-memcpy", "--scale", "0.001", "--json")
+    fake = fake_tty(monkeypatch)
+    monkeypatch.setattr(progress, "TICK_S", 0.05)
+    assert studies.run("dax-memcpy", scale=0.001, progress=True) == json.loads(plain)
+    # drawn within its variants (a part of one done), not only as each of its 4 ends
+    assert re.search(r"dax-memcpy:.*\| \d\.[1-9]/4 ", fake.text)

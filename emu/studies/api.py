@@ -64,11 +64,12 @@ def run(name, values=None, *, profile=None, overrides=None, sensitivity=(), prog
     return run_study(mod, opts, list(sensitivity))
 
 
-def run_study(mod, opts, sensitivity=()):
+def run_study(mod, opts, sensitivity=(), plain=None):
     """The result of scenario module `mod` for Options `opts` (of options_for()) as `emu run
     --json` prints it: the runs of `sensitivity` (keys, "assumptions" among them), the
-    readings unless opts.no_readings, the resolved configuration. OptionError, before any
-    run, for a sensitivity key the profile has not or whose value is no number."""
+    readings unless opts.no_readings, the resolved configuration. `plain`: the result of
+    mod.run(opts), if the caller ran it already (not with `sensitivity`). OptionError, before
+    any run, for a sensitivity key the profile has not or whose value is no number."""
     keys = []
     for k in sensitivity:
         keys += scenarios.assumed_keys(mod, opts.profile) if k == "assumptions" else [k]
@@ -85,7 +86,7 @@ def run_study(mod, opts, sensitivity=()):
         result, sens = scenarios.sensitivity(mod, opts, keys)
         result["sensitivity"] = sens
     else:
-        result = mod.run(opts)
+        result = mod.run(opts) if plain is None else plain
     if getattr(mod, "READINGS", None) and not opts.no_readings:
         result.update(scenarios.readings(mod, opts, result))
     prof = load_profile(opts.profile, opts.overrides or None)

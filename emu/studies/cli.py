@@ -16,7 +16,8 @@ import sys
 from typing import Callable, NamedTuple
 
 from emu.results import EmuFault
-from emu.studies import api, plots, profile_cmd, scenarios, spectre, sweep, trace_cmd, validate
+from emu.studies import (api, plots, profile_cmd, scenarios, spectre, stat, sweep, trace_cmd,
+                         validate)
 from emu.studies.costs import load_profile
 from emu.studies.fio import FioError
 from emu.studies.options import (
@@ -132,16 +133,23 @@ def _configure_run(parser):
                             "'assumptions' = every value the study depends on that the profile "
                             "gives without a source or transferred from another machine")
         add_options(p, api.run_options(mod))
+        stat.add_option(p)
 
 
 def _cmd_run(args):
     mod = scenarios.registry()[args.scenario]
-    result = api.run_study(mod, parsed_options(args, api.run_options(mod)), args.sensitivity)
+    stat.check_args(args)
+    opts = parsed_options(args, api.run_options(mod))
+    plain, stats = stat.plain_run(mod, opts) if args.stat else (None, None)
+    result = api.run_study(mod, opts, args.sensitivity, plain)
+    if stats:
+        result["stat"] = stats
     if args.json:
         return json.dumps(result, indent=2) + "\n"
     return (mod.table(result) + assumed_or_transferred_table(result["assumed_or_transferred"])
             + (sensitivity_table(mod, result["sensitivity"]) if "sensitivity" in result else "")
-            + (readings_table(mod, result) if "readings" in result else ""))
+            + (readings_table(mod, result) if "readings" in result else "")
+            + "".join(stat.text(f"{mod.NAME} {v}", s) for v, s in (stats or {}).items()))
 
 
 # ---------------------------------------------------------------------------- compare

@@ -8,6 +8,7 @@ import numpy as np
 
 from emu import EmuFault, Machine, MachineCheck
 from emu.studies.options import CliError, machine_options, quiet_option, table
+from emu.studies import stat
 from emu.studies.progress import progress, wanted
 from isa import Program
 from isa.ops import (
@@ -41,6 +42,7 @@ address mapping (--map-trace):
 def configure(parser):
     parser.add_argument("file", metavar="FILE", help="trace file (lackey text, din text or .npy)")
     trace_options(parser)
+    stat.add_option(parser)
 
 
 def trace_options(parser):
@@ -243,7 +245,11 @@ def cmd_trace(args):
         "map_trace": mapping, "functional": args.functional, "overrides": overrides,
         "profile_files": list(prof.files), "profile_sources": dict(prof.sources),
     }
-    return json.dumps(report, indent=2) + "\n" if args.json else _trace_table(report)
+    if getattr(args, "stat", False):   # emu trace's option (emu profile --trace has none)
+        report["stat"] = stat.of_machine(machine)
+    if args.json:
+        return json.dumps(report, indent=2) + "\n"
+    return _trace_table(report) + (stat.text(args.file, report["stat"]) if "stat" in report else "")
 
 
 def _trace_table(r):
