@@ -43,6 +43,7 @@ class HotLine:
     llc_misses: int
     sites: list         # the sites that missed on it (the first few; `more` if others did)
     more: bool
+    trace_addr: int = None  # a replayed trace's address of the line, if it was remapped
 
 
 def split_site(name):
