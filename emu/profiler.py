@@ -74,6 +74,8 @@ class RunProfile:
             if d["cycles"] or d["ops"]:
                 row = dict(d)
                 row["busy"] = d["cycles"] - sum(d[c] for c in STALL_CAUSES)
+                row["l1d_read_misses"] = d["l1d_misses"] - d["l1d_store_misses"]
+                row["llc_read_misses"] = d["llc_misses"] - d["llc_store_misses"]
                 sites[name] = row
         hr = m.layout.view(m.S, "hot_region")
         regions = {}

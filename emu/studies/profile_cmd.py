@@ -23,7 +23,9 @@ from emu.studies.options import (
 )
 
 # the columns of the per-function and per-line tables: (heading, counter)
-EVENTS = (("loads", "loads"), ("stores", "stores"), ("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
+EVENTS = (("loads", "loads"), ("stores", "stores"),
+          ("L1D rd miss", "l1d_read_misses"), ("L1D wr miss", "l1d_store_misses"),
+          ("LLC rd miss", "llc_read_misses"), ("LLC wr miss", "llc_store_misses"),
           ("L1D pend", "l1d_pending"), ("LLC pend", "llc_pending"),
           ("line rd", "line_reads"), ("line wr", "line_writes"))
 SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf",

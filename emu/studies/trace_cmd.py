@@ -234,10 +234,11 @@ def run_trace(args):
     machine = Machine(cachesim.profile_spec(args), overrides or None, functional=args.functional)
     prof = machine.profile
     fmt = resolve_format(args.file, args.format)
-    sites = usercode.attribution(args, fmt)
+    trace_site = f"trace {os.path.basename(args.file)}"
+    sites = usercode.attribution(args, fmt, trace_site)
     pages = _map_pages(args, machine, fmt)
     poisoned = _poison(machine, args, pages)
-    machine.run(Program().site(f"trace {os.path.basename(args.file)}"))   # a profile's function
+    machine.run(Program().site(trace_site))   # a profile's function
     start, n_ops, read = machine.cycles, 0, 0
     with progress(desc=os.path.basename(args.file), enabled=wanted(args),
                   total=_trace_bytes(args.file), unit="B") as bar:

@@ -10,7 +10,9 @@ hot-line sites and its cachegrind.out name the user's code:
 - with --binary PROG (an ELF with DWARF line tables, `gcc -g`; read with pyelftools, the
   optional extra ``binary``) it is "FUNCTION @ FILE:LINE" from PROG's symbol table and line
   table, so cg_annotate annotates the C source; an instruction of PROG without a line is
-  its function; one outside PROG (the C library, the dynamic loader) is "(outside PROG)".
+  its function; one outside PROG (the C library, the dynamic loader) is "(outside PROG)";
+- an access without an instruction (a trace without them, or before its first) stays under
+  the trace's own site, "trace FILE".
 
 A position-independent PROG (ELF type ET_DYN, gcc's default) runs at a load base that the
 trace's addresses include: --load-base, else the first of the usual bases (valgrind's on
@@ -154,20 +156,20 @@ def _file_names(cu, lp):
 class Attribution:
     """Sites of a trace's accesses by their instruction (see the module docstring)."""
 
-    def __init__(self, elf=None, base=0, base_how=""):
+    def __init__(self, trace_site, elf=None, base=0, base_how=""):
+        """`trace_site`: the site current when the trace starts, which an access without an
+        instruction (ip 0: none in the trace, or before its first) stays under."""
         self.elf, self.base, self.base_how = elf, base, base_how
         self.outside = f"(outside {elf.name})" if elf else None
-        self.names = []        # the site table of every program made
-        self._ids = {}         # site name -> index in names
-        self._by_ip = {}       # ip -> index in names
-        self._last = -1        # the site of the last access attributed
+        self.names = [trace_site]   # the site table of every program made
+        self._ids = {trace_site: 0}     # site name -> index in names
+        self._by_ip = {0: 0}            # ip -> index in names
+        self._last = 0                  # the site of the last access attributed
 
     def _site_of(self, ip):
         sid = self._by_ip.get(ip)
         if sid is None:
-            if not ip:
-                name = "(no instruction)"
-            elif self.elf is None:
+            if self.elf is None:
                 name = f"{ip:#x}"
             else:
                 name = self.elf.site(ip - self.base) or self.outside
@@ -186,6 +188,8 @@ class Attribution:
         sid = np.array([self._site_of(int(ip)) for ip in ips], dtype=np.int64)[inverse]
         prev = np.concatenate([[self._last], sid[:-1]])
         change = np.flatnonzero(sid != prev)
+        if not len(change):
+            return program
         out = np.zeros((len(ops) + len(change), N_COLS), dtype=np.int64)
         at = change + np.arange(len(change))   # where each SITE lands in the output
         keep = np.ones(len(out), dtype=bool)
@@ -210,28 +214,28 @@ def access_index(program, op_index):
     return op_index - int(np.count_nonzero(program.ops[:op_index, COL_OP] == int(Op.SITE)))
 
 
-def attribution(args, fmt):
-    """The Attribution of --binary/--load-base for the trace args.file (a pass over the
-    trace to detect a PIE's load base)."""
+def attribution(args, fmt, trace_site):
+    """The Attribution of --binary/--load-base for the trace args.file, starting at site
+    `trace_site` (a pass over the trace to detect a PIE's load base)."""
     if not args.binary:
         if args.load_base is not None:
             raise CliError("--load-base places --binary PROG; give --binary too")
-        return Attribution()
+        return Attribution(trace_site)
     elf = ElfLines(args.binary)
     if args.load_base is not None or not elf.pie:
         how = "given" if args.load_base is not None else "not position-independent"
-        return Attribution(elf, args.load_base or 0, how)
+        return Attribution(trace_site, elf, args.load_base or 0, how)
     ips = set()
     for chunk in iter_trace(args.file, fmt):
         ips.update(np.unique(chunk.program.ops[:, COL_SRC]).tolist())
-    ips = np.array(sorted(ips), dtype=np.int64)
+    ips = np.array(sorted(ips - {0}), dtype=np.int64)
     hits = [int(elf.in_functions(ips - b).sum()) for b in LOAD_BASES]
     if not max(hits):
         raise CliError(f"--binary {args.binary}: position-independent, and no instruction of "
                        f"the trace falls in its functions at the usual load bases "
                        f"({', '.join(hex(b) for b in LOAD_BASES)}): give --load-base ADDR "
                        f"(or the trace is not of this program)")
-    return Attribution(elf, LOAD_BASES[hits.index(max(hits))], "detected")
+    return Attribution(trace_site, elf, LOAD_BASES[hits.index(max(hits))], "detected")
 
 
 def trace_addresses(profiles, pages):
