@@ -1,10 +1,11 @@
-"""The user's own program: a C program compiled with -g, traced with valgrind's lackey and
+"""The user's own program: a C program (docs/examples/walk.c) compiled with -g, traced with valgrind's lackey and
 profiled with --binary (its hot loop's line tops the tables; cg_annotate annotates it), and
 replayed on cachegrind's geometry (--D1/--LL --two-level) against a real cachegrind run."""
 import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,27 +13,7 @@ from emu.studies.cli import main
 from isa.ops import COL_SRC
 from isa.traces import read_din, read_lackey
 
-PROG = r"""
-#include <stdlib.h>
-#define N (1 << 16)
-
-__attribute__((noinline)) static long walk(const long *a, int n, int reps)
-{
-	long s = 0;
-	for (int r = 0; r < reps; r++)
-		for (int i = 0; i < n; i += 8)
-			s += a[i];	/* HOT */
-	return s;
-}
-
-int main(void)
-{
-	long *a = calloc(N, sizeof *a);
-	long s = walk(a, N, 8);
-	free(a);
-	return (int)(s & 1);
-}
-"""
+PROG = (Path(__file__).parent.parent / "docs" / "examples" / "walk.c").read_text()
 HOT_LINE = next(i for i, t in enumerate(PROG.split("\n"), 1) if "/* HOT */" in t)
 NO_PREFETCH = ["--set", "cache.l1d.prefetcher=none"]
 
