@@ -43,6 +43,7 @@ class HotLine:
     llc_misses: int
     sites: list         # the sites that missed on it (the first few; `more` if others did)
     more: bool
+    trace_addr: int = None  # a replayed trace's address of the line, if it was remapped
 
 
 def split_site(name):
@@ -73,6 +74,8 @@ class RunProfile:
             if d["cycles"] or d["ops"]:
                 row = dict(d)
                 row["busy"] = d["cycles"] - sum(d[c] for c in STALL_CAUSES)
+                row["l1d_read_misses"] = d["l1d_misses"] - d["l1d_store_misses"]
+                row["llc_read_misses"] = d["llc_misses"] - d["llc_store_misses"]
                 sites[name] = row
         hr = m.layout.view(m.S, "hot_region")
         regions = {}

@@ -314,6 +314,13 @@ def _load_raw(path, chain):
     return raw, files + [str(path)]
 
 
+def load_raw(spec):
+    """The raw TOML data of a shipped profile name or a profile path, its inheritance
+    resolved (a copy to edit and pass to load_profile as a dict), and its files."""
+    path = _shipped_path(str(spec)) if _is_name(str(spec)) else Path(spec)
+    return _load_raw(path, [])
+
+
 def _check_value(where, key, spec, raw, sources, transfers):
     kind, sourced, *limit = spec
     if sourced:

@@ -120,8 +120,8 @@ def test_trace_table(tmp_path, capsys):
     assert re.search(r"^ops\s+10$", out, re.M)
     assert re.search(r"^seconds\s+\S+ \(emulated\)$", out, re.M)
     assert "miss ratio" in out and "dirty write-backs" in out
-    l1d = re.search(r"^l1d\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)$", out, re.M)
-    assert l1d and l1d.group(1, 2, 3) == ("6", "4", "0.4000")
+    l1d = re.search(r"^l1d\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)$", out, re.M)
+    assert l1d and l1d.group(1, 2, 3, 4, 5) == ("6", "4", "4", "0", "0.4000")   # loads only
     assert re.search(r"^dram\s+\d+\s+\d+$", out, re.M)            # media reads/writes
     assert re.search(r"^dram0\s+\d+\s+\d+$", out, re.M)           # region line reads/writes
 

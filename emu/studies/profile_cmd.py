@@ -9,7 +9,7 @@ import json
 
 from emu import profiler
 from emu.state import STALL_CAUSES
-from emu.studies import cachegrind, scenarios, trace_cmd
+from emu.studies import cachegrind, scenarios, trace_cmd, usercode
 from emu.studies.outfiles import check_output_path
 from emu.studies.options import (
     CliError,
@@ -23,7 +23,9 @@ from emu.studies.options import (
 )
 
 # the columns of the per-function and per-line tables: (heading, counter)
-EVENTS = (("loads", "loads"), ("stores", "stores"), ("L1D miss", "l1d_misses"), ("LLC miss", "llc_misses"),
+EVENTS = (("loads", "loads"), ("stores", "stores"),
+          ("L1D rd miss", "l1d_read_misses"), ("L1D wr miss", "l1d_store_misses"),
+          ("LLC rd miss", "llc_read_misses"), ("LLC wr miss", "llc_store_misses"),
           ("L1D pend", "l1d_pending"), ("LLC pend", "llc_pending"),
           ("line rd", "line_reads"), ("line wr", "line_writes"))
 SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf",
@@ -69,10 +71,15 @@ def text(label, p, top, lines):
                       if p.hot_dropped else "") + ")\n")
         out.append(table(["line", "region", "L1D misses", "of stores", "LLC misses",
                            "missed at"],
-                          [[f"{h.addr:#x}", h.region, h.l1d_misses, h.l1d_store_misses,
+                          [[_line_text(h), h.region, h.l1d_misses, h.l1d_store_misses,
                             h.llc_misses, ", ".join(_site_text(s) for s in h.sites)
                             + (", ..." if h.more else "")] for h in hot]))
     return "".join(out)
+
+
+def _line_text(h):
+    """A hot line's address: a trace's, then where --map-trace put it."""
+    return f"{h.addr:#x}" if h.trace_addr is None else f"{h.trace_addr:#x} ({h.addr:#x})"
 
 
 def _site_text(name):
@@ -142,8 +149,11 @@ def cmd(args):
         check_output_path(args.cachegrind, "--cachegrind")
     if args.file:
         with profiler.capture() as c:
-            trace_cmd.cmd_trace(args)
-        return report(f"trace {args.file} on {args.profile}", c.profiles(), args)
+            _, pages = trace_cmd.run_trace(args)
+        profiles = c.profiles()
+        if pages:
+            usercode.trace_addresses(profiles, pages)
+        return report(f"trace {args.file} on {args.profile}", profiles, args)
     mod = scenarios.registry()[args.scenario]
     if args.cachegrind and not args.variant and len(mod.VARIANTS) > 1:
         raise CliError(f"--cachegrind writes one profile: choose one of {mod.NAME}'s variants "

@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 
 from emu import EmuFault, Machine, MachineCheck
+from emu.studies import cachesim, stat, usercode
 from emu.studies.options import CliError, machine_options, quiet_option, table
-from emu.studies import stat
 from emu.studies.progress import progress, wanted
 from isa import Program
 from isa.ops import (
@@ -65,6 +65,8 @@ def trace_options(parser):
                         help="poison the memory line holding this trace address before the run "
                              "(remapped with the trace); a load reaching it stops the run with "
                              "an unrecoverable machine check (repeatable)")
+    usercode.options(parser)
+    cachesim.options(parser)
     parser.epilog = _MAP_HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -136,6 +138,11 @@ class TracePages:
         k = np.searchsorted(self.first, page, side="right") - 1
         return self.base + (self.new_first[k] + page - self.first[k]) * PAGE_BYTES + a % PAGE_BYTES
 
+    def trace_address(self, a):
+        """The trace address that mapped address `a` came from (remap's inverse)."""
+        k = int(np.searchsorted(self.new_first, (a - self.base) // PAGE_BYTES, side="right")) - 1
+        return int(a - self.base - self.new_first[k] * PAGE_BYTES + self.first[k] * PAGE_BYTES)
+
     def remapped(self, program):
         """A trace chunk's `program` (ops only: no data, no sites) with its addresses mapped:
         a new Program, validated."""
@@ -200,13 +207,14 @@ def _poison(machine, args, pages):
     return lines
 
 
-def _trace_chunk(args, machine, chunk, pages, poisoned):
-    """Run one chunk of the trace (remapped with --map-trace); a fault names its line."""
-    program = pages.remapped(chunk.program) if pages else chunk.program
+def _trace_chunk(args, machine, chunk, pages, poisoned, sites):
+    """Run one chunk of the trace (remapped with --map-trace, its accesses under their
+    instructions' sites); a fault names its line."""
+    program = sites.sited(pages.remapped(chunk.program) if pages else chunk.program)
     try:
         machine.run(program, drain=False)
     except EmuFault as e:
-        line = f"{args.file}:{chunk.line[e.op_index]}"
+        line = f"{args.file}:{chunk.line[usercode.access_index(program, e.op_index)]}"
         if isinstance(e, MachineCheck) and e.addr >> 6 in poisoned:
             raise CliError(f"{line}: reads the line poisoned by --poison "
                            f"{poisoned[e.addr >> 6]}: {e}") from None
@@ -216,18 +224,29 @@ def _trace_chunk(args, machine, chunk, pages, poisoned):
 
 
 def cmd_trace(args):
-    overrides = dict(args.overrides)
-    machine = Machine(args.profile, overrides or None, functional=args.functional)
+    report, _ = run_trace(args)
+    if args.json:
+        return json.dumps(report, indent=2) + "\n"
+    return _trace_table(report) + (stat.text(args.file, report["stat"]) if "stat" in report else "")
+
+
+def run_trace(args):
+    """Replay the trace of `args` (emu trace's options): (report, the TracePages of
+    --map-trace or None)."""
+    overrides = cachesim.overrides(args)
+    machine = Machine(cachesim.profile_spec(args), overrides or None, functional=args.functional)
     prof = machine.profile
     fmt = resolve_format(args.file, args.format)
+    trace_site = f"trace {os.path.basename(args.file)}"
+    sites = usercode.attribution(args, fmt, trace_site)
     pages = _map_pages(args, machine, fmt)
     poisoned = _poison(machine, args, pages)
-    machine.run(Program().site(f"trace {os.path.basename(args.file)}"))   # a profile's function
+    machine.run(Program().site(trace_site))   # a profile's function
     start, n_ops, read = machine.cycles, 0, 0
     with progress(desc=os.path.basename(args.file), enabled=wanted(args),
                   total=_trace_bytes(args.file), unit="B") as bar:
         for chunk in iter_trace(args.file, fmt):
-            _trace_chunk(args, machine, chunk, pages, poisoned)
+            _trace_chunk(args, machine, chunk, pages, poisoned, sites)
             n_ops += len(chunk.program)
             bar.update(chunk.bytes_read - read)
             read = chunk.bytes_read
@@ -242,14 +261,13 @@ def cmd_trace(args):
         "trace": args.file, "format": fmt, "profile": prof.name,
         "cycles": cycles, "seconds": cycles / (machine.freq_ghz * 1e9), "ops": n_ops,
         "levels": levels, "media": s["media"], "regions": s["regions"],
-        "map_trace": mapping, "functional": args.functional, "overrides": overrides,
-        "profile_files": list(prof.files), "profile_sources": dict(prof.sources),
+        "map_trace": mapping, "binary": sites.describe(), "functional": args.functional,
+        "overrides": overrides, "profile_files": list(prof.files),
+        "profile_sources": dict(prof.sources),
     }
     if getattr(args, "stat", False):   # emu trace's option (emu profile --trace has none)
         report["stat"] = stat.of_machine(machine)
-    if args.json:
-        return json.dumps(report, indent=2) + "\n"
-    return _trace_table(report) + (stat.text(args.file, report["stat"]) if "stat" in report else "")
+    return report, pages
 
 
 def _trace_table(r):
@@ -259,10 +277,16 @@ def _trace_table(r):
            f"profile  {r['profile']}" + (f" with {len(r['overrides'])} override(s)" if r["overrides"] else "") + "\n",
            f"cycles   {r['cycles']}\n",
            f"seconds  {r['seconds']:.6e} (emulated)\n",
-           f"ops      {r['ops']}\n\n"]
-    out.append(table(["level", "hits", "misses", "miss ratio", "fills", "dirty write-backs"],
-                      [[n, d["hits"], d["misses"], "-" if d["miss_ratio"] is None else f"{d['miss_ratio']:.4f}",
-                        d["fills"], d["dirty_writebacks"]] for n, d in r["levels"].items()]))
+           f"ops      {r['ops']}\n"]
+    if r["binary"]:
+        b = r["binary"]
+        out.append(f"binary   {b['binary']} (load base {b['load_base']:#x}, {b['load_base_how']})\n")
+    out.append("\n")
+    out.append(table(["level", "hits", "misses", "read misses", "write misses", "miss ratio",
+                      "fills", "dirty write-backs"],
+                     [[n, d["hits"], d["misses"], d["load_misses"], d["store_misses"],
+                       "-" if d["miss_ratio"] is None else f"{d['miss_ratio']:.4f}",
+                       d["fills"], d["dirty_writebacks"]] for n, d in r["levels"].items()]))
     out.append("\n")
     out.append(table(["media", "line reads", "line writes"],
                       [[n, d["line_reads"], d["line_writes"]] for n, d in r["media"].items()]))

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, N_COLS, PHYS_LIMIT, Op
+from isa.ops import COL_ADDR, COL_DATA, COL_OP, COL_SIZE, COL_SRC, N_COLS, PHYS_LIMIT, Op
 from isa.program import Program, ProgramError
 
 CHUNK_LINES = 1 << 18  # measured: larger chunks are no faster (cache misses) and take more memory
@@ -55,15 +55,17 @@ def _op_counts(kind, size):
     return (size + _MAX_PIECE - 1) // _MAX_PIECE * np.where(kind == 2, 2, 1)
 
 
-def _build(kind, addr, size, line):
+def _build(kind, addr, size, line, ip):
     """(Program, line per op) for accesses (kind 0 = load, 1 = store, 2 = modify: load then
-    store) in order.  Accesses wider than 64 bytes become consecutive 64-byte pieces (all
-    loads, then all stores for a modify)."""
+    store) in order, each op's ip (COL_SRC) its access's instruction address `ip` (0:
+    unknown).  Accesses wider than 64 bytes become consecutive 64-byte pieces (all loads,
+    then all stores for a modify)."""
     if size.max() <= _MAX_PIECE and not (kind == 2).any():
         ops = np.zeros((len(kind), N_COLS), dtype=np.int64)
         ops[:, COL_OP] = np.where(kind == 1, int(Op.STORE), int(Op.LOAD))
         ops[:, COL_ADDR] = addr
         ops[:, COL_SIZE] = size
+        ops[:, COL_SRC] = ip
         ops[:, COL_DATA] = -1
         return Program.from_array(ops), line
     pieces = (size + _MAX_PIECE - 1) // _MAX_PIECE
@@ -79,19 +81,21 @@ def _build(kind, addr, size, line):
     ops[:, COL_OP] = np.where(is_store, int(Op.STORE), int(Op.LOAD))
     ops[:, COL_ADDR] = addr[owner] + _MAX_PIECE * j
     ops[:, COL_SIZE] = np.minimum(_MAX_PIECE, size[owner] - _MAX_PIECE * j)
+    ops[:, COL_SRC] = ip[owner]
     ops[:, COL_DATA] = -1
     return Program.from_array(ops), line[owner]
 
 
-def _split(kind, addr, size, line, max_ops):
+def _split(kind, addr, size, line, ip, max_ops):
     """(Program, line per op) pieces of at most `max_ops` ops (or one access's ops, if more),
-    cut between accesses."""
+    cut between accesses; `ip` as for _build."""
     end = np.cumsum(_op_counts(kind, size))
     start = 0
     while start < len(kind):
         done = end[start - 1] if start else 0
         stop = max(start + 1, int(np.searchsorted(end, done + max_ops, side="right")))
-        yield _build(kind[start:stop], addr[start:stop], size[start:stop], line[start:stop])
+        yield _build(kind[start:stop], addr[start:stop], size[start:stop], line[start:stop],
+                     ip[start:stop])
         start = stop
 
 

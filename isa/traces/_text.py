@@ -121,14 +121,25 @@ def _iter_text(parse, path_or_lines, chunk_lines, chunk_bytes):
     blocks, name = _text_blocks(path_or_lines, chunk_lines, _positive("chunk_bytes", chunk_bytes))
 
     def programs():
-        done = 0
+        done, last_ip = 0, 0
         for text, line0 in _pieces(blocks, name, chunk_lines):
             done += len(text)   # a piece split in several chunks: each counts its end
-            kind, addr, size, line = parse(text, name, line0)
+            kind, addr, size, line, ip, fetch = parse(text, name, line0)
+            ip = np.where(ip < 0, last_ip, ip)   # accesses before the piece's first fetch
+            last_ip = fetch if fetch >= 0 else last_ip
             if len(kind):
-                for program, lines in _split(kind, addr, size, line, chunk_lines):
+                for program, lines in _split(kind, addr, size, line, ip, chunk_lines):
                     yield program, lines, done
     return _numbered(programs())
+
+
+def _fetch_ips(fetch_rows, fetch_addr, rows):
+    """(ip per row of `rows`, last fetch address): the address of the latest instruction
+    fetch (rows `fetch_rows`, ascending, addresses `fetch_addr`) before each row, -1 where
+    none is in this text (the caller carries the previous text's last); last -1 if none."""
+    k = np.searchsorted(fetch_rows, rows) - 1
+    ip = np.where(k >= 0, fetch_addr[np.maximum(k, 0)] if len(fetch_addr) else -1, -1)
+    return ip.astype(np.int64), int(fetch_addr[-1]) if len(fetch_addr) else -1
 
 
 def _line_table(text):

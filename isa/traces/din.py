@@ -1,6 +1,7 @@
 """DineroIII/IV "din" traces: ``label address [size]`` per line, whitespace separated.
 
-Label 0 = data read, 1 = data write, 2 = instruction fetch (ignored), 3 = escape (ignored),
+Label 0 = data read, 1 = data write, 2 = instruction fetch (no op: its address is the ip,
+COL_SRC, of the data accesses after it, as in lackey; 0 before the first), 3 = escape (ignored),
 4 = cache flush (ignored: din carries no address range for it).  The address is hex, with or
 without ``0x``; the optional size is decimal bytes, at most DIN_MAX_SIZE = 4096 (din sizes
 are a few bytes in practice; one page still covers any converter's block record, and bounds
@@ -16,6 +17,7 @@ from isa.traces._stream import CHUNK_LINES, _concat, _in_range
 from isa.traces._text import (
     CHUNK_BYTES,
     _access_why,
+    _fetch_ips,
     _iter_text,
     _line_error,
     _line_table,
@@ -39,8 +41,9 @@ def _din_why(raw):
 
 
 def _din_accesses(text, name, line0):
-    """(kind, addr, size, line) of the accesses in whole din lines `text`, whose first line
-    is line `line0` of the trace; kind 0 = load, 1 = store."""
+    """(kind, addr, size, line, ip, last fetch) of the accesses in whole din lines `text`,
+    whose first line is line `line0` of the trace; kind 0 = load, 1 = store; ip and last
+    fetch as _fetch_ips gives them."""
     arr, starts, ends = _line_table(text)
     n_lines = len(starts)
     # Tokenize the whole text at once: a token is a maximal run of bytes that are not
@@ -69,7 +72,9 @@ def _din_accesses(text, name, line0):
     bad[rows[~ok]] = True
     if bad.any():
         raise _line_error(name, line0, arr, starts, ends, int(np.argmax(bad)), _din_why)
-    return label[data], addr[data], size[data], line0 + rows[data]
+    fetch = label == 2
+    ip, last = _fetch_ips(rows[fetch], addr[fetch], rows[data])
+    return label[data], addr[data], size[data], line0 + rows[data], ip, last
 
 
 def iter_din(path_or_lines, chunk_lines=CHUNK_LINES, chunk_bytes=CHUNK_BYTES):

@@ -3,13 +3,15 @@
 Lackey prints one line per access, with the address in hex (no ``0x``) and the size in
 decimal bytes::
 
-    I  0401ab70,3        instruction fetch        -> ignored (we model the data side)
+    I  0401ab70,3        instruction fetch        -> the ip of the data accesses after it
      L 1fff000778,8      load                     -> LOAD
      S 1fff000770,8      store                    -> STORE (no data)
      M 1fff000768,4      modify (e.g. ``add [m], r``) -> LOAD then STORE of the same bytes
     SB 0401ab70          superblock entry (``--trace-superblocks=yes``) -> ignored
 
-Valgrind's own message lines (``==pid== ...``, ``--pid-- ...``, ``**pid** ...``) and
+The data side is modelled: an instruction fetch makes no op, its address is the ip (COL_SRC)
+of the loads and stores after it, the instruction's own (lackey prints them after its ``I``
+line; 0 before the first).  Valgrind's own message lines (``==pid== ...``, ``--pid-- ...``, ``**pid** ...``) and
 blank lines are skipped; any other line is an error.  An access is at most
 LACKEY_MAX_SIZE = 512 bytes: valgrind's widest single access (``fxsave``/``xsave``
 areas); wider accesses than 64 bytes are split into 64-byte pieces.
@@ -23,6 +25,7 @@ from isa.traces._text import (
     CHUNK_BYTES,
     _access_why,
     _blank,
+    _fetch_ips,
     _iter_text,
     _line_error,
     _line_table,
@@ -44,8 +47,9 @@ def _lackey_why(raw):
 
 
 def _lackey_accesses(text, name, line0):
-    """(kind, addr, size, line) of the accesses in whole lackey lines `text`, whose first
-    line is line `line0` of the trace; kind 0 = load, 1 = store, 2 = modify."""
+    """(kind, addr, size, line, ip, last fetch) of the accesses in whole lackey lines
+    `text`, whose first line is line `line0` of the trace; kind 0 = load, 1 = store, 2 =
+    modify; ip and last fetch as _fetch_ips gives them."""
     arr, starts, ends = _line_table(text)
     length = ends - starts
     c0 = arr[starts]
@@ -80,7 +84,9 @@ def _lackey_accesses(text, name, line0):
     keep = ok & data
     kind_byte = c1[cand[keep]]
     kind = np.where(kind_byte == ord("L"), 0, np.where(kind_byte == ord("S"), 1, 2))
-    return kind, addr[keep], size[keep], line0 + cand[keep]
+    fetch = ok & ~data
+    ip, last = _fetch_ips(cand[fetch], addr[fetch], cand[keep])
+    return kind, addr[keep], size[keep], line0 + cand[keep], ip, last
 
 
 def iter_lackey(path_or_lines, chunk_lines=CHUNK_LINES, chunk_bytes=CHUNK_BYTES):

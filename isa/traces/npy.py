@@ -154,7 +154,7 @@ def _npy_rows(name, a, chunk_lines):
         # Mapped anew per chunk: the pages read leave the resident set with the old mapping.
         cols = columns(_npy_map(name), row0, row0 + chunk_lines)
         kind, addr, size, row = _npy_accesses(name, row0, *cols)
-        yield from _split(kind, addr, size, row, chunk_lines)
+        yield from _split(kind, addr, size, row, np.zeros_like(addr), chunk_lines)
 
 
 def _npy_pieces(name, chunk_lines):
