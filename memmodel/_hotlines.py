@@ -2,7 +2,8 @@
 
 An open-addressed table of MT.HOT_CAP rows (a power of two, 0 when the machine keeps
 none), filled on the L1D miss path only, so hits cost nothing. A row holds the line, its
-L1D misses, of which stores, its LLC misses and the first N_TAGS distinct tags (sites,
+L1D misses, of which stores, its LLC misses, the cycles its misses were outstanding and the
+first N_TAGS distinct tags (sites,
 from MS.TAG) that missed on it, with MORE set if others did too. The table takes new lines
 until three quarters full (probes stay short); later misses on lines it does not hold are
 counted in MS.HOT_DROPPED, so a report can say what it left out. Per region, the same
@@ -15,7 +16,7 @@ from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import COUNTER, MH, MS, MT, fields
 
 N_TAGS = 4
-HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MORE " +
+HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MISS_CYCLES MORE " +
             " ".join(f"TAG{k}" for k in range(N_TAGS)))
 N_HL = len(HL)
 HR = fields("HR", "L1D_MISSES STORE_MISSES LLC_MISSES")   # hot_region[region, counter]
@@ -24,9 +25,10 @@ N_HR = len(HR)
 
 
 def _roles(layout, S):
-    """A row's miss counts (its line and tags: EXACT)."""
+    """A row's miss counts and miss cycles (its line and tags: EXACT)."""
     rows = layout.offsets["hot"] + N_HL * np.arange(layout.shapes["hot"][0])
-    return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES]),
+    return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES,
+                                       HL.MISS_CYCLES]),
              COUNTER)]
 
 
@@ -60,8 +62,9 @@ def _count(S, at, store, llc):
 
 
 @compiled
-def record(S, line, store, llc):
-    """A demand L1D miss on `line` (a store's if `store`; it missed the LLC too if `llc`)."""
+def record(S, line, store, llc, cycles):
+    """A demand L1D miss on `line` (a store's if `store`; it missed the LLC too if `llc`),
+    outstanding for `cycles`."""
     r = mm.find_region(S, line << 6)
     if r >= 0:
         _count(S, S[MH.HOT_REGION] + r * N_HR + HR.L1D_MISSES, store, llc)
@@ -84,6 +87,7 @@ def record(S, line, store, llc):
             break
         h = (h + 1) & mask
     _count(S, row + HL.L1D_MISSES, store, llc)
+    S[ix(row + HL.MISS_CYCLES)] += cycles
     tag = S[MS.TAG]
     for k in range(N_TAGS):
         t = S[ix(row + HL.TAG0 + k)]
