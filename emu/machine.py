@@ -16,6 +16,7 @@ import numpy as np
 from emu import _core, _pipeline, fastforward
 from emu import state as st
 from emu import state_setup
+from emu.frames import Stats
 from emu.limits import (
     CLOCK_LIMIT,
     DEFAULT_MEMORY_LIMIT_BYTES,
@@ -474,7 +475,8 @@ class Machine:
         hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))   # its lines, too
 
     def stats(self):
-        """Counters per cache level, media, region and site, plus cycles."""
+        """Counters per cache level, media, region and site, plus cycles: an emu.frames.Stats,
+        a dict with to_frame()."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
         levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, view("ccnt")[i])))
                   for i, n in enumerate(self.level_names)}
@@ -488,8 +490,8 @@ class Machine:
                    for i, n in enumerate(self.region_names)}
         sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, view("site_ctr")[i])))
                  for i, n in enumerate(self.site_names)}
-        return {"cycles": self.cycles, "seconds": self.cycles / (self.freq_ghz * 1e9),
-                "levels": levels, "media": media, "regions": regions, "sites": sites}
+        return Stats(cycles=self.cycles, seconds=self.cycles / (self.freq_ghz * 1e9),
+                     levels=levels, media=media, regions=regions, sites=sites)
 
     def run_profile(self):
         """emu.profiler.RunProfile of what this machine ran since it was made or reset_stats():

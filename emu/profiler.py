@@ -22,6 +22,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from emu import frames
 from emu import machine as mach
 from emu.state import SITE_COUNTER_NAMES, STALL_CAUSES
 from isa.sourcelines import LINE_SEP, record_lines
@@ -41,6 +42,7 @@ class HotLine:
     l1d_misses: int
     l1d_store_misses: int   # of l1d_misses, those of stores
     llc_misses: int
+    miss_cycles: int    # the cycles its L1D misses were outstanding, summed
     sites: list         # the sites that missed on it (the first few; `more` if others did)
     more: bool
     trace_addr: int = None  # a replayed trace's address of the line, if it was remapped
@@ -64,6 +66,7 @@ class RunProfile:
     hot: dict = field(default_factory=dict)         # line -> HotLine
     hot_dropped: int = 0    # misses on lines the table had no room for
     machines: int = 1
+    units: dict = field(default_factory=dict)   # unit name (e.g. "I/O") -> units run (units())
 
     @classmethod
     def of(cls, m):
@@ -92,20 +95,24 @@ class RunProfile:
             tags = [int(t) for t in row[HL.TAG0:HL.TAG0 + N_TAGS] if t >= 0]
             hot[line] = HotLine(line << 6, _region_of(m, line << 6), int(row[HL.L1D_MISSES]),
                                 int(row[HL.STORE_MISSES]), int(row[HL.LLC_MISSES]),
-                                [m.site_names[t] for t in tags], bool(row[HL.MORE]))
+                                int(row[HL.MISS_CYCLES]), [m.site_names[t] for t in tags],
+                                bool(row[HL.MORE]))
         return cls(m.freq_ghz, sites, regions, hot, int(m.S[MS.HOT_DROPPED]))
 
     def __add__(self, other):
         out = RunProfile(self.freq_ghz, _sum(self.sites, other.sites),
                       _sum(self.regions, other.regions), dict(self.hot),
-                      self.hot_dropped + other.hot_dropped, self.machines + other.machines)
+                      self.hot_dropped + other.hot_dropped, self.machines + other.machines,
+                      {k: self.units.get(k, 0) + other.units.get(k, 0)
+                       for k in {**self.units, **other.units}})
         for line, h in other.hot.items():
             if line in out.hot:
                 a = out.hot[line]
                 sites = a.sites + [n for n in h.sites if n not in a.sites]
                 out.hot[line] = HotLine(a.addr, a.region, a.l1d_misses + h.l1d_misses,
                                         a.l1d_store_misses + h.l1d_store_misses,
-                                        a.llc_misses + h.llc_misses, sites[:N_TAGS],
+                                        a.llc_misses + h.llc_misses,
+                                        a.miss_cycles + h.miss_cycles, sites[:N_TAGS],
                                         a.more or h.more or len(sites) > N_TAGS)
             else:
                 out.hot[line] = h
@@ -128,12 +135,35 @@ class RunProfile:
         return {k: d for k, d in _group(self.sites, key).items() if k[0]}
 
     def hot_lines(self, n=10):
-        """The `n` lines with the most L1D misses (then LLC misses, then by address)."""
+        """The `n` lines with the most L1D misses, of equal misses those whose misses were
+        outstanding longest (the address only orders lines equal in both)."""
         return sorted(self.hot.values(),
-                      key=lambda h: (-h.l1d_misses, -h.llc_misses, h.addr))[:n]
+                      key=lambda h: (-h.l1d_misses, -h.miss_cycles, h.addr))[:n]
+
+    def to_frame(self, table="functions"):
+        """One table of the profile as a pandas DataFrame (emu.frames), its counters as
+        columns: "functions", "sites" or "regions" (one row each, indexed by name), "lines"
+        (indexed by file, line, function) or "hot_lines" (every line of the hot-line table
+        in hot_lines()'s order, indexed by addr)."""
+        if table == "lines":
+            f = frames.wide(self.lines(), "line")
+            f.index = frames.pandas().MultiIndex.from_tuples(f.index, names=["file", "line",
+                                                                             "function"])
+            return f
+        if table == "hot_lines":
+            rows = {h.addr: {k: v for k, v in vars(h).items() if k != "addr"}
+                    for h in self.hot_lines(len(self.hot))}
+            return frames.wide(rows, "addr")
+        named = {"functions": ("function", self.functions), "sites": ("site", lambda: self.sites),
+                 "regions": ("region", lambda: self.regions)}
+        if table not in named:
+            raise ValueError(f"to_frame: no table {table!r} (tables: "
+                             f"{', '.join([*named, 'lines', 'hot_lines'])})")
+        index, rows = named[table]
+        return frames.wide(rows(), index)
 
     def to_json(self, top=10):
-        return {"cycles": self.cycles, "machines": self.machines,
+        return {"cycles": self.cycles, "machines": self.machines, "units": self.units,
                 "functions": self.functions(),
                 "lines": [{"file": f, "line": ln, "function": fn, **d}
                           for (f, ln, fn), d in self.lines().items()],
@@ -174,6 +204,7 @@ class _Capture:
         self.hot_lines = hot_lines
         self.label = ""
         self.made = []   # (label, machine)
+        self.units = {}  # label -> {unit name: units run}
 
     def add(self, m):
         self.made.append((self.label, m))
@@ -184,6 +215,9 @@ class _Capture:
         for lab, m in self.made:
             p = m.run_profile()
             out[lab] = out[lab] + p if lab in out else p
+        for lab, units in self.units.items():
+            if lab in out:
+                out[lab].units = dict(units)
         return out
 
 
@@ -205,6 +239,16 @@ def label(name):
     for c in mach.OBSERVERS:
         if isinstance(c, _Capture):
             c.label = name
+
+
+def units(n, name):
+    """`n` units of work (I/Os, packets, copies: `name`) were run by the machines of the
+    current label, counted in the active captures (RunProfile.units), so that a report can
+    show its counts per unit."""
+    for c in mach.OBSERVERS:
+        if isinstance(c, _Capture):
+            d = c.units.setdefault(c.label, {})
+            d[name] = d.get(name, 0) + n
 
 
 def short_path(path):

@@ -287,7 +287,7 @@ def _miss_events(S, line, t0, done, store, llc):
             S[MS.LLC_STORE_MISSES] += 1
         _pending(S, MS.LLC_PENDING, MS.LLC_MISS_END, t0, done)
     if S[MT.HOT_CAP]:
-        hot.record(S, line, store, llc)
+        hot.record(S, line, store, llc, done - t0)
 
 
 @apart(STATE, int64, int64, int64, int64, int64)

@@ -2,18 +2,18 @@
 
 An open-addressed table of MT.HOT_CAP rows (a power of two, 0 when the machine keeps
 none), filled on the L1D miss path only, so hits cost nothing. A row holds the line, its
-L1D misses, of which stores, its LLC misses and the first N_TAGS distinct tags (sites,
-from MS.TAG) that missed on it, with MORE set if others did too. The table takes new lines
-until three quarters full (probes stay short); later misses on lines it does not hold are
-counted in MS.HOT_DROPPED, so a report can say what it left out. Per region, the same
-misses are counted exactly in hot_region (no table limit).
+L1D misses, of which stores, its LLC misses, the cycles its misses were outstanding and the
+first N_TAGS distinct tags (sites, from MS.TAG) that missed on it, with MORE set if others
+did too. The table takes new lines until three quarters full (probes stay short); later
+misses on lines it does not hold are counted in MS.HOT_DROPPED, so a report can say what it
+left out. Per region, the same misses are counted exactly in hot_region (no table limit).
 """
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
 from memmodel.layout import MH, MS, MT, fields
 
 N_TAGS = 4
-HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MORE " +
+HL = fields("HL", "LINE L1D_MISSES STORE_MISSES LLC_MISSES MISS_CYCLES MORE " +
             " ".join(f"TAG{k}" for k in range(N_TAGS)))
 N_HL = len(HL)
 HR = fields("HR", "L1D_MISSES STORE_MISSES LLC_MISSES")   # hot_region[region, counter]
@@ -33,8 +33,9 @@ def _count(S, at, store, llc):
 
 
 @compiled
-def record(S, line, store, llc):
-    """A demand L1D miss on `line` (a store's if `store`; it missed the LLC too if `llc`)."""
+def record(S, line, store, llc, cycles):
+    """A demand L1D miss on `line` (a store's if `store`; it missed the LLC too if `llc`),
+    outstanding for `cycles`."""
     r = mm.find_region(S, line << 6)
     if r >= 0:
         _count(S, S[MH.HOT_REGION] + r * N_HR + HR.L1D_MISSES, store, llc)
@@ -57,6 +58,7 @@ def record(S, line, store, llc):
             break
         h = (h + 1) & mask
     _count(S, row + HL.L1D_MISSES, store, llc)
+    S[ix(row + HL.MISS_CYCLES)] += cycles
     tag = S[MS.TAG]
     for k in range(N_TAGS):
         t = S[ix(row + HL.TAG0 + k)]

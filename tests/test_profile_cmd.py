@@ -57,7 +57,7 @@ def test_a_traces_hot_lines_are_the_lines_that_keep_missing(capsys, tmp_path):
     assert p["hot_lines_dropped_misses"] == 0
     assert list(p["functions"]) == ["trace conflict.din"]
     code, out, err = _run(capsys, "profile", "--trace", str(f), *NO_PREFETCH, "--top", "3")
-    assert code == 0 and "hot lines (top 3 by L1D misses)" in out
+    assert code == 0 and "hot lines (top 3 by L1D misses, then by miss cycles)" in out
     assert f"{conflict[0]:#x}" in out
 
 

@@ -195,3 +195,22 @@ def test_profiles_add_per_label():
 def test_bad_hot_line_sizes(n):
     with pytest.raises(ValueError, match="hot_lines"):
         Machine("skylake-ddr4", hot_lines=n)
+
+
+def test_hot_lines_of_equal_misses_rank_by_miss_cycles():
+    # two lines miss L1D once each: the lower one is served by L2 (it was loaded, then
+    # evicted from its 8-way L1D set by 8 lines 4 KiB apart, before the counts were reset),
+    # the higher one by DRAM; the DRAM line's miss is the longer, so it ranks first
+    l2_line, dram_line = 1 << 20, 1 << 26
+    m = Machine("skylake-ddr4", NO_PREFETCH, hot_lines=1 << 10)
+    m.run(Program().load(l2_line).loads(np.array([l2_line + k * 4096 for k in range(1, 9)])))
+    m.reset_stats()
+    m.run(Program().load(l2_line, dependent=True).load(dram_line, dependent=True))
+    top = m.run_profile().hot_lines(2)
+    assert [h.addr for h in top] == [dram_line, l2_line]
+    assert [h.l1d_misses for h in top] == [1, 1] and [h.llc_misses for h in top] == [1, 0]
+    # hand bounds: an L2 hit is 14 cycles (the profile's cache.l2.hit_cycles) and no more
+    # than twice that from the L1D miss; DRAM at least its 90 ns at 2.5 GHz (the profile's
+    # media.dram.read_latency_ns and core.freq_ghz)
+    assert 14 <= top[1].miss_cycles <= 28
+    assert top[0].miss_cycles >= 90 * 2.5

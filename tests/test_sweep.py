@@ -1,6 +1,7 @@
 """`emu sweep`: the spec's strictness, point ids, serial = process pool = Dask LocalCluster,
 an error recorded per point, a SIGKILL mid-way then --resume, and --plot."""
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -369,5 +370,32 @@ def test_sigkill_mid_way_then_resume_gives_one_set_of_rows_per_point(capsys, tmp
         per.setdefault(r["point_id"], []).append((r["variant"], r["metric"]))
     assert set(per) == {p.id for p in ids}
     for pid, got in per.items():
-        assert len(got) == len(set(got)) == 2 * 5, pid   # 2 variants x 5 metrics, none twice
+        assert len(got) == len(set(got)) == 2 * 6, pid   # 2 variants x 6 metrics, none twice
     assert {r["status"] for r in rows} == {"ok"}
+
+
+def test_the_sweep_prints_its_results_as_a_table(capsys, calls, tmp_path):
+    # fake's metric t of variant a is rob_entries x k (skylake-ddr4: 224 entries), of b
+    # k / freq_ghz (2.5): a table of the swept key, variant, metric and value per row
+    out = str(tmp_path / "r.csv")
+    spec = write(tmp_path, '[sweep]\nscenario = "fake"\nmetrics = ["t"]\n[options]\nk = [1, 2]\n')
+    code, text, _ = sweep_cli(capsys, spec, "--out", out, "--workers", "1")
+    assert code == 0
+    header, *rows = text.split("\n\n")[1].splitlines()
+    assert header.split() == ["scenario", "profile", "k", "variant", "metric", "value", "status",
+                              "error"]
+    assert sorted(tuple(r.split()) for r in rows) == sorted(
+        [("fake", "skylake-ddr4", "1", "a", "t", "224", "ok"),
+         ("fake", "skylake-ddr4", "1", "b", "t", "0.4", "ok"),
+         ("fake", "skylake-ddr4", "2", "a", "t", "448", "ok"),
+         ("fake", "skylake-ddr4", "2", "b", "t", "0.8", "ok")])
+    # --json holds the same table; to_frame() has every column of the CSV, values as numbers
+    code, text, _ = sweep_cli(capsys, spec, "--out", str(tmp_path / "j.csv"), "--workers", "1",
+                              "--json")
+    table = json.loads(text)["table"]
+    assert table["columns"] == header.split()
+    assert sorted(r[3:6] for r in table["rows"]) == [["a", "t", "224"], ["a", "t", "448"],
+                                                      ["b", "t", "0.4"], ["b", "t", "0.8"]]
+    f = sweep.SweepResults.read(out).to_frame()
+    assert f.shape == (4, 11)   # point_id, scenario, profile, k, then the 7 row columns
+    assert sorted(f["value"]) == [0.4, 0.8, 224, 448]

@@ -29,6 +29,7 @@ job's share of a value falls below the profile's range for it, are refused.
 import errno
 from dataclasses import dataclass
 
+from emu import profiler
 from emu.studies.costs import NS, load_profile
 from emu.studies.options import Option
 from emu.studies.scenarios.common import USER_BYTES
@@ -240,6 +241,7 @@ def run_jobs(machine, io, ios, jobs=1, rw="write", ramp_ios=0):
     machine must have been built with job_overrides(..., jobs)). Returns a FioResult."""
     if ios < 1:
         raise FioError(f"ios must be at least 1, not {ios}")
+    profiler.units(ramp_ios + ios, "I/O")
     values = machine.profile.values
     if ramp_ios:
         machine.run(_program(values, io, rw, 0, ramp_ios))

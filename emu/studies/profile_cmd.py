@@ -21,6 +21,7 @@ from emu.studies.options import (
     scenario_parsers,
     table,
 )
+from emu.studies.profile_plots import PLOTS, plot_profiles
 
 # the columns of the per-function and per-line tables: (heading, counter)
 EVENTS = (("loads", "loads"), ("stores", "stores"),
@@ -32,7 +33,6 @@ SHORT = {"window": "window", "store_buffer": "st.buf", "fill_buffer": "fill.buf"
          "dependency": "dep", "fence": "fence", "flush": "flush", "smap": "smap",
          "work": "work", "mispredict": "mispred", "fault": "fault",
          "retire_wait": "retire", "busy": "busy"}
-PLOTS = ("profile-cycles", "profile-regions")   # the basenames of --plot's files
 
 
 def _counter_table(first, rows, total):
@@ -66,13 +66,14 @@ def text(label, p, top, lines):
                        for n, d in p.regions.items()]))
     hot = p.hot_lines(top)
     if hot:
-        out.append(f"\nhot lines (top {len(hot)} by L1D misses"
+        out.append(f"\nhot lines (top {len(hot)} by L1D misses, then by miss cycles"
                    + (f"; {p.hot_dropped} misses on lines the table had no room for"
                       if p.hot_dropped else "") + ")\n")
         out.append(table(["line", "region", "L1D misses", "of stores", "LLC misses",
-                           "missed at"],
+                           "miss cycles", "missed at"],
                           [[_line_text(h), h.region, h.l1d_misses, h.l1d_store_misses,
-                            h.llc_misses, ", ".join(_site_text(s) for s in h.sites)
+                            h.llc_misses, h.miss_cycles,
+                            ", ".join(_site_text(s) for s in h.sites)
                             + (", ..." if h.more else "")] for h in hot]))
     return "".join(out)
 
@@ -164,22 +165,3 @@ def cmd(args):
     if args.variant:
         profiles = {args.variant: profiles[args.variant]}
     return report(f"{mod.NAME} on {args.profile}", profiles, args)
-
-
-def plot_profiles(directory, title, profiles):
-    """profile-cycles (each variant's cycles stacked by function) and profile-regions (L1D
-    and LLC misses per region, a bar per variant); returns the paths written."""
-    from emu.studies import plots
-    cycles = {k: {f: d["cycles"] for f, d in p.functions().items() if d["cycles"]}
-              for k, p in profiles.items()}
-    fig = plots.figure(width_in=min(5.0 + 1.2 * len(profiles), 16.0), height_in=5.0)
-    plots.stacked_bars(fig, f"{title}: cycles per function", "cycles", cycles)
-    regions = {}
-    for k, p in profiles.items():
-        for r, d in p.regions.items():
-            if d["l1d_misses"]:
-                regions.setdefault(f"{r} L1D", {})[k] = d["l1d_misses"]
-                regions.setdefault(f"{r} LLC", {})[k] = d["llc_misses"]
-    fig2 = plots.figure(width_in=min(5.0 + 0.8 * len(regions), 16.0), height_in=4.5)
-    plots.grouped_bars(fig2, f"{title}: demand misses per region", "misses", regions)
-    return plots.write_figures(directory, list(zip(PLOTS, (fig, fig2))))

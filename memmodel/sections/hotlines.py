@@ -7,9 +7,10 @@ from memmodel.layout import COUNTER, MS, MT
 
 
 def _roles(layout, S):
-    """A row's miss counts (its line and tags: EXACT)."""
+    """A row's miss counts and miss cycles (its line and tags: EXACT)."""
     rows = layout.offsets["hot"] + N_HL * np.arange(layout.shapes["hot"][0])
-    return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES]),
+    return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES,
+                                       HL.MISS_CYCLES]),
              COUNTER)]
 
 

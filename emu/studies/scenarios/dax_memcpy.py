@@ -10,6 +10,7 @@ import numpy as np
 
 from emu import profiler
 from emu.machine import Machine
+from emu.studies import peaks, published
 from emu.studies.options import Option
 from emu.studies.progress import progress
 from kernels.memcpy_study import BUFFER_BYTES, COPIES_PER_BUFFER, COPY_BYTES, study_program
@@ -18,9 +19,8 @@ from memmodel.profile import ProfileError
 NAME = "dax-memcpy"
 DEFAULT_PROFILE = "haswell-nvdimm-n"
 FULL_ROUNDS = 1024 * 1024 // COPIES_PER_BUFFER   # 1M copies = 4096 passes over the buffer
-PUBLISHED_SECONDS = {"clflush,numa=local": 13.5, "clflush,numa=remote": 37.1,
-                     "movnt,numa=local": 1.0, "movnt,numa=remote": 1.3}
-VARIANTS = tuple(PUBLISHED_SECONDS)
+VARIANTS = ("clflush,numa=local", "clflush,numa=remote", "movnt,numa=local",
+            "movnt,numa=remote")
 METRIC = "seconds"
 # profile values the result follows from (docs/scenarios.md, dax-memcpy)
 SENSITIVE = ("media.nvdimm.write_accept_ns", "media.nvdimm.wc_hold_ns", "media.nvdimm.wc_ack_ns",
@@ -63,6 +63,7 @@ def run_variant(profile, overrides, variant, rounds, fast_forward=True):
     profiler.label(variant)
     copy, placement = variant.split(",")
     m = Machine(profile, overrides)
+    profiler.units(rounds * COPIES_PER_BUFFER, "copy")
     dst, src = _regions(m, placement == "numa=remote")
     src_addr = src["base"] + (1 << 20)
     pattern = np.arange(COPY_BYTES, dtype=np.uint32).astype(np.uint8) ^ 0x5A
@@ -76,35 +77,48 @@ def run_variant(profile, overrides, variant, rounds, fast_forward=True):
         raise AssertionError("functional check failed: the last copy differs from the source")
     s = m.stats()
     nv_media = dst["media"]
+    values = m.profile.values
+    paths = [peaks.media_peak(values, nv_media, "write")]
+    if placement == "numa=remote":
+        paths.append(peaks.interconnect_peak(values))
     return {"seconds": r.seconds, "cycles": r.cycles, "passes_fast_forwarded": r.fast_forwarded,
             "bytes_copied": rounds * BUFFER_BYTES,
+            "bandwidth": peaks.check(rounds * BUFFER_BYTES / r.seconds / 1e9, *paths),
             "nvdimm_line_writes": s["media"][nv_media]["line_writes"],
             "llc_misses": s["levels"][m.level_names[-1]]["misses"]}
 
 
 def run(options):
     rounds = max(1, int(round(FULL_ROUNDS * options.scale)))
+    profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
-    variants = {v: run_variant(options.profile or DEFAULT_PROFILE, overrides, v, rounds,
-                               options.fast_forward)
+    variants = {v: run_variant(profile, overrides, v, rounds, options.fast_forward)
                 for v in progress(VARIANTS, NAME, options.progress)}
     ratios = {p: variants[f"clflush,numa={p}"]["seconds"] / variants[f"movnt,numa={p}"]["seconds"]
               for p in ("local", "remote")}
-    return {"scenario": NAME, "profile": options.profile or DEFAULT_PROFILE,
+    return {"scenario": NAME, "profile": profile,
             "scale": rounds / FULL_ROUNDS, "copies": rounds * COPIES_PER_BUFFER,
             "variants": variants, "clflush_over_movnt": ratios,
-            "published": {"variants": {v: {"seconds": s} for v, s in PUBLISHED_SECONDS.items()}}}
+            "published": published.check(NAME, profile, options,
+                                          {v: d["seconds"] for v, d in variants.items()},
+                                          rounds / FULL_ROUNDS)}
 
 
 def table(res):
     scale = res["scale"]
     lines = [f"dax-memcpy on {res['profile']}: {res['copies']} copies of 16 KiB "
              f"(scale {scale:g}; published figures are for the full 1M copies)",
-             f"{'variant':<22}{'emulated s':>12}{'published s':>13}{'NVDIMM writes':>15}"]
+             f"{'variant':<22}{'emulated s':>12}{'published s':>13}{'ratio':>7}{'status':>8}"
+             f"{'GB/s':>8}{'NVDIMM writes':>15}"]
+    pub = res["published"]
     for v, d in res["variants"].items():
-        pub = PUBLISHED_SECONDS[v] * scale
-        lines.append(f"{v:<22}{d['seconds']:>12.4f}{pub:>13.4f}{d['nvdimm_line_writes']:>15}")
+        p, ratio, st = published.cells(pub, v, "seconds", ".4f")
+        lines.append(f"{v:<22}{d['seconds']:>12.4f}{p:>13}{ratio:>7}{st:>8}"
+                     f"{peaks.cell(d['bandwidth'], 8)}{d['nvdimm_line_writes']:>15}")
+    lines += published.notes(NAME, pub)
+    lines += peaks.notes(res["variants"])
     for p, r in res["clflush_over_movnt"].items():
-        pub = PUBLISHED_SECONDS[f"clflush,numa={p}"] / PUBLISHED_SECONDS[f"movnt,numa={p}"]
-        lines.append(f"clflush/movnt, numa={p}: emulated {r:.2f}, published {pub:.2f}")
+        figures = [pub[f"{c},numa={p}"]["seconds"]["published"] for c in ("clflush", "movnt")]
+        lines.append(f"clflush/movnt, numa={p}: emulated {r:.2f}, published "
+                     f"{figures[0] / figures[1]:.2f}")
     return "\n".join(lines) + "\n"

@@ -40,6 +40,7 @@ from emu.studies.fio import (
     loaded_run,
     run_jobs,
 )
+from emu.studies import peaks
 from emu.studies.options import Option
 from emu.studies.progress import progress
 from emu.studies.scenarios.common import functions_table
@@ -107,10 +108,15 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
         return run_jobs(m, io, n, jobs, "read", ramp_ios=ramp)
 
     # the others on the job's socket load its media; the other sockets' jobs their own
-    r, loaded = loaded_run(run_once, load_profile(profile, shared or None).values, jobs, ios,
-                           per_socket)
+    values = load_profile(profile, shared or None).values
+    r, loaded = loaded_run(run_once, values, jobs, ios, per_socket)
+    # the jobs read the namespaces of as many sockets as they are spread over
+    used = min(jobs, sockets(profile, overrides))
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
-            "gbytes_per_s": r.iops * bs / 1e9, "functions_cycles_per_io": r.sites,
+            "gbytes_per_s": r.iops * bs / 1e9,
+            "bandwidth": peaks.check(r.iops * bs / 1e9,
+                                     peaks.media_peak(values, names["pmem"], "read", used)),
+            "functions_cycles_per_io": r.sites,
             "pmem_reads_per_io": r.media[names["pmem"]]["line_reads"], "jobs_loaded": loaded}
 
 
@@ -177,8 +183,12 @@ def table(res):
              "docs/scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]
     for v, d in res["variants"].items():
-        lines.append(f"{v:<22}{d['iops']:>10,.0f}{d['gbytes_per_s']:>8.2f}"
+        lines.append(f"{v:<22}{d['iops']:>10,.0f}{peaks.cell(d['bandwidth'], 8)}"
                      f"{d['ns_per_io'] / 1e3:>9.1f}{d['pmem_reads_per_io']:>15.0f}")
+    first = next(iter(res["variants"].values()))["bandwidth"]
+    lines.append(f"GB/s: the jobs' reads of pmem; the profile's peak {first['peak_gbps']:.2f} "
+                 f"GB/s ({first['peak']})")
+    lines += peaks.notes(res["variants"])
     lines.append("\ncycles per I/O by function (self time):")
     lines += functions_table(res["variants"], "functions_cycles_per_io", 22, ".0f")
     if "poison" in res:

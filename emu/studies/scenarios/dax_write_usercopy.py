@@ -29,6 +29,7 @@ from emu.studies.fio import (
     loaded_run,
     run_jobs,
 )
+from emu.studies import peaks, published
 from emu.studies.progress import progress
 from emu.studies.scenarios.common import functions_table, with_user_region
 from kernels.copy_mc import CopyMc
@@ -43,7 +44,6 @@ from memmodel.profile import ProfileError
 NAME = "dax-write-usercopy"
 DEFAULT_PROFILE = "cascadelake-optane"
 VARIANTS = ("memmap=pmem", "memmap=dram", "bypass")
-PUBLISHED_IOPS = {"memmap=pmem": 375e3, "memmap=dram": 519e3}
 METRIC = "iops"
 COSTS = fio.COSTS
 # check_heap_object's struct-page load strides 64 B through the memmap, one struct page an
@@ -129,8 +129,13 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
                                  "the buffer")
         return r
 
-    r, loaded = loaded_run(run_once, load_profile(profile, overrides or None).values, jobs, ios)
+    values = load_profile(profile, overrides or None).values
+    r, loaded = loaded_run(run_once, values, jobs, ios)
+    # every job writes node 0's first namespace (one region of its media)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
+            "gbytes_per_s": r.iops * bs / 1e9,
+            "bandwidth": peaks.check(r.iops * bs / 1e9,
+                                     peaks.media_peak(values, names["pmem"], "write")),
             "functions_cycles_per_io": r.sites,
             "pmem_reads_per_io": r.media[names["pmem"]]["line_reads"],
             "pmem_writes_per_io": r.media[names["pmem"]]["line_writes"], "jobs_loaded": loaded}
@@ -146,7 +151,8 @@ def run(options):
             "ios": options.ios, "file_size": options.file_size,
             "assumed": "bs 4096 and 1 job unless given: the thread gives neither",
             "variants": variants,
-            "published": {"variants": {v: {"iops": x} for v, x in PUBLISHED_IOPS.items()}}}
+            "published": published.check(NAME, profile, options,
+                                          {v: d["iops"] for v, d in variants.items()})}
 
 
 def table(res):
@@ -154,12 +160,15 @@ def table(res):
              f"jobs={res['jobs']}, {res['ios']} measured writes per variant",
              "published: fio psync write, block size and jobs not given (assumed: 4 KiB, 1 job; "
              "the thread gives neither)",
-             f"{'variant':<14}{'emulated IOPS':>15}{'published IOPS':>16}{'ns/IO':>9}"
-             f"{'pmem reads/IO':>15}"]
+             f"{'variant':<14}{'emulated IOPS':>15}{'published IOPS':>16}{'ratio':>7}"
+             f"{'status':>8}{'ns/IO':>9}{'GB/s':>8}{'pmem reads/IO':>15}"]
     for v, d in res["variants"].items():
-        pub = f"{PUBLISHED_IOPS[v]:,.0f}" if v in PUBLISHED_IOPS else "-"
-        lines.append(f"{v:<14}{d['iops']:>15,.0f}{pub:>16}{d['ns_per_io']:>9.0f}"
+        pub, ratio, st = published.cells(res["published"], v, "iops", ",.0f")
+        lines.append(f"{v:<14}{d['iops']:>15,.0f}{pub:>16}{ratio:>7}{st:>8}"
+                     f"{d['ns_per_io']:>9.0f}{peaks.cell(d['bandwidth'], 8)}"
                      f"{d['pmem_reads_per_io']:>15.2f}")
+    lines += published.notes(NAME, res["published"])
+    lines += peaks.notes(res["variants"])
     lines.append("\ncycles per I/O by function (self time):")
     lines += functions_table(res["variants"], "functions_cycles_per_io", 14)
     return "\n".join(lines) + "\n"

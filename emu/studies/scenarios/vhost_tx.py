@@ -156,6 +156,7 @@ def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inli
     profiler.label(variant)
     batch = vhost.VHOST_NET_BATCH
     m, ring, bufs, frags = build(profile, overrides, variant, desc_copy)
+    profiler.units(batch + packets, "packet")
     m.run(packets_program(m, ring, bufs, frags, 0, batch, pkt_bytes))
     before = m.stats()["sites"]
     r = m.run(packets_program(m, ring, bufs, frags, batch, packets, pkt_bytes))

@@ -11,6 +11,7 @@ from emu.studies.progress import wanted
 from emu.studies.sweep.results import PARQUET_OPTION, parquet_path, read_results, write_parquet
 from emu.studies.sweep.runners import CLUSTER_INSTALL, check_scheduler, run_sweep
 from emu.studies.sweep.spec import load_spec
+from emu.studies.sweep.table import SweepResults
 
 
 # ---------------------------------------------------------------------------- plots
@@ -99,7 +100,8 @@ def configure(parser):
     parser.add_argument("--plot", metavar="DIR",
                         help="also write DIR/sweep-SCENARIO-METRIC-KEY.png and .svg: each metric "
                              "against each swept key, one line per variant (needs matplotlib)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary and the table of results as JSON")
     quiet_option(parser)
     parser.epilog = "the spec format and the results file: docs/sweeps.md"
 
@@ -130,6 +132,8 @@ def cmd(args):
     summary["results"] = out
     summary["parquet"] = write_parquet(out)
     summary["plots"] = write_plots(spec, out, args.plot) if args.plot else []
+    results = SweepResults.read(out, spec)
+    summary["table"] = results.to_json()
     if args.json:
         return json.dumps(summary, indent=2) + "\n"
     text = (f"{summary['points']} point{'s' * (summary['points'] != 1)}: {summary['ok']} run, {summary['errors']} failed "
@@ -140,5 +144,5 @@ def cmd(args):
         n = len(summary["duplicates"])
         text += (f"warning: {n} point{'s are' if n != 1 else ' is'} in {out} more than once "
                  f"(docs/sweeps.md, \"Atomic rows and --resume\")\n")
-    return text + "".join(f"plot: {p}\n" for p in summary["plots"])
+    return text + "".join(f"plot: {p}\n" for p in summary["plots"]) + "\n" + results.text()
 

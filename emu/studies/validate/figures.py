@@ -3,9 +3,10 @@ and the rows that lie on curves, written by emu.studies.plots (the one home of m
 import numpy as np
 
 from emu.studies import plots
-from emu.studies.validate.rows import BAND
+from emu.studies.published import BAND
 
 COLOURS = {"ok": "tab:green", "gap": "tab:orange", "FAIL": "tab:red"}
+MEANINGS = {"ok": "within the band", "gap": "a documented gap", "FAIL": "outside both"}
 TICKS = (0.25, 0.5, BAND[0], 1, BAND[1], 2, 4)
 
 
@@ -23,8 +24,13 @@ def _render(Figure, profile, rs):
     ax = axes[0]
     y = np.arange(len(rs))
     ratios = [r.ratio for r in rs]
-    ax.axvspan(*BAND, color="tab:green", alpha=0.12, zorder=0)
-    ax.barh(y, [x - 1 for x in ratios], left=1, color=[COLOURS[r.status] for r in rs])
+    ax.axvspan(*BAND, color="tab:green", alpha=0.12, zorder=0,
+               label=f"band {BAND[0]}-{BAND[1]}")
+    for st, meaning in MEANINGS.items():   # one bar series per status, named in the legend
+        ys = [k for k, r in enumerate(rs) if r.status == st]
+        if ys:
+            ax.barh(ys, [ratios[k] - 1 for k in ys], left=1, color=COLOURS[st],
+                    label=f"{st}: {meaning}")
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlim(min(ratios + [BAND[0]]) / 1.15, max(ratios + [BAND[1]]) * 1.15)
@@ -35,6 +41,7 @@ def _render(Figure, profile, rs):
     ax.set_ylim(len(rs) - 0.5, -0.5)
     ax.set_xlabel(f"emulated / measured (band {BAND[0]}-{BAND[1]} shaded)")
     ax.set_title(profile)
+    ax.legend(fontsize=7, loc="best")
     if curves:
         ax = axes[1]
         for i, (name, cr) in enumerate(curves.items()):

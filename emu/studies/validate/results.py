@@ -6,6 +6,7 @@ import textwrap
 from dataclasses import dataclass
 
 from emu.machine import Machine
+from emu.studies import published
 from emu.studies.validate.rows import BAND, HW, KNOWN_GAPS, PREFETCHERS_OFF, REASONS, Row
 
 
@@ -36,13 +37,11 @@ class Result:
 
 def status(profile, name, ratio):
     """ok within BAND; gap outside it but inside the range KNOWN_GAPS documents; FAIL
-    otherwise; skip for a row that cannot run (ratio None)."""
+    otherwise (emu.studies.published.status); skip for a row that cannot run (ratio None)."""
     if ratio is None:
         return "skip"
-    if BAND[0] <= ratio <= BAND[1]:
-        return "ok"
-    lo, hi, _ = KNOWN_GAPS.get((profile, name), (math.inf, -math.inf, ""))
-    return "gap" if lo <= ratio <= hi else "FAIL"
+    known = KNOWN_GAPS.get((profile, name))
+    return published.status(ratio, known[:2] if known else None)
 
 
 def _reading(row, overrides):

@@ -1,14 +1,15 @@
 """The rows of `emu validate`: each measurement of docs/hardware.md it reproduces, with its
 source, its role (a prediction, or the calibration of the profile key whose value came from
 it), the machine setting it was measured with and the benchmark (benchmarks.py) that
-emulates it (ROWS); the band a row's ratio should lie in (BAND); the rows known to miss it
-today and why (KNOWN_GAPS, REASONS). docs/validation.md "After a change of the model" says
-how to update them."""
+emulates it (ROWS); the rows known to miss the band (BAND, emu.studies.published's) today and
+why (KNOWN_GAPS, REASONS). docs/validation.md "After a change of the model" says how to
+update them."""
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from emu.machine import Machine
+from emu.studies.published import BAND
 from emu.studies.validate.benchmarks import (
     bandwidth,
     chase_cycles,
@@ -24,8 +25,6 @@ from emu.studies.validate.benchmarks import (
     stream_kernel,
 )
 from isa.ops import Op
-
-BAND = (0.8, 1.25)   # x/÷1.25 of the measurement
 
 CLX, SKX, BDW, HSW = "cascadelake-optane", "skylake-ddr4", "broadwell-ddr4", "haswell-nvdimm-n"
 HW = "docs/hardware.md"
