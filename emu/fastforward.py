@@ -79,10 +79,7 @@ class _Layout:
         self.exact = exact
         # the signature: the small sections, clocks taken relative to their own value, a
         # cheap first test of a repetition (match() then checks every word)
-        small = np.concatenate([np.arange(lay.offsets[name], lay.offsets[name]
-                                          + int(np.prod(lay.shapes[name])))
-                                for name in ("sc", "ms", "lv", "wc", "lfb", "sq")]
-                               + [[lay.offsets["stream"] + stream.HEAD.CLOCK]])   # rows reorder
+        small = lay.signature_words()
         heads = np.zeros(n, dtype=bool)
         heads[[h for h, _, _ in rings]] = True
         self.sig = small[~counter[small] & ~heads[small]]

@@ -8,7 +8,7 @@ from memmodel.media import FP
 def add_sections(layout, values, n_sites):
     core = values["core"]
     layout.add("tp", len(TP), EXACT)
-    layout.add("sc", len(SC), SC_ROLES)
+    layout.add("sc", len(SC), SC_ROLES, signature=True)
     # the ROB's slots: one ring of four sections, on their clocks
     for name, c in (("rob_seq", "uops"), ("rob_lseq", "loads"), ("rob_done", "cycles"),
                     ("rob_ops", None)):

@@ -156,6 +156,7 @@ class Layout:
         self.shapes = {}
         self.on_line = set()
         self.roles = {}
+        self.signature = {}
         self._words = None
 
     def _block_of(self, name):
@@ -164,12 +165,17 @@ class Layout:
                 return b
         raise KeyError(f"unknown state section {name!r}")
 
-    def add(self, name, shape, role, on_line=False):
+    def add(self, name, shape, role, on_line=False, signature=()):
         """Declare section `name` of `shape` and its words' `role` (a Role, a dict of its
         fields' or a function: the module docstring); `on_line`: it starts a host cache
-        line (its rows of 8 words then lie one to a line: memmodel.cache's sets)."""
+        line (its rows of 8 words then lie one to a line: memmodel.cache's sets);
+        `signature`: its words in emu.fastforward's signature, a cheap first test that the
+        state repeats (True: all of them, else their flat indices in the section): small
+        sections that change as the program runs, so a period's signature differs from most
+        others'."""
         b = self._block_of(name)
         self.roles[name] = role
+        self.signature[name] = signature
         shape = tuple(int(x) for x in np.atleast_1d(shape))
         if name in b.fixed and int(np.prod(shape)) > b.fixed[name][1]:
             raise ValueError(f"state section {name!r} holds at most {b.fixed[name][1]} fields")
@@ -195,6 +201,13 @@ class Layout:
                 S[slot] = offsets[name]
         self.offsets = offsets
         return S
+
+    def signature_words(self):
+        """The flat indices in S of the words the sections put in the signature (add)."""
+        return np.concatenate([self.offsets[name] + (np.arange(int(np.prod(self.shapes[name])))
+                                                     if sig is True else np.asarray(sig, int))
+                               for name, sig in self.signature.items() if sig] or
+                              [np.zeros(0, int)])
 
     def words(self, S):
         """[(flat indices into S, Role)] of every word of every section, in the order the

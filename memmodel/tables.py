@@ -30,10 +30,10 @@ def _wc_roles(layout, S):
 def add_sections(layout, values, n_regions):
     core = values["core"]
     layout.add("mt", len(MT), EXACT)
-    layout.add("ms", len(MS), MS_ROLES)
-    layout.add("lfb", core["lfb_entries"], clock("cycles"))
-    layout.add("sq", l2_miss_entries(values), clock("cycles"))
-    layout.add("wc", (core["wc_buffers"], N_WC), _wc_roles)
+    layout.add("ms", len(MS), MS_ROLES, signature=True)
+    layout.add("lfb", core["lfb_entries"], clock("cycles"), signature=True)
+    layout.add("sq", l2_miss_entries(values), clock("cycles"), signature=True)
+    layout.add("wc", (core["wc_buffers"], N_WC), _wc_roles, signature=True)
     layout.add("region_ctr", (n_regions, N_RCOUNT), COUNTER)
     layout.add("pq", (PQ_ENTRIES, N_PQ), EXACT)
     layout.add("pend", (SNAPSHOTS, N_PE), ring(MS.PEND_HEAD, None))

@@ -41,7 +41,7 @@ def add_sections(layout, levels):
         raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
     layout.add("memo", len(MEMO), DERIVED)
-    layout.add("lv", (len(levels), N_LV), _lv_roles)
+    layout.add("lv", (len(levels), N_LV), _lv_roles, signature=True)
     for name, role in (("tags", EXACT), ("repl", _repl_roles), ("ready", clock("cycles")),
                        ("flags", EXACT)):   # a set of 8 ways is one host line
         layout.add(name, total, role, on_line=True)

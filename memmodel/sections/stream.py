@@ -15,7 +15,8 @@ def _roles(layout, S):
 
 
 def add_sections(layout, entries):
-    layout.add("stream", (entries + 1, N_ROW), _roles)
+    layout.add("stream", (entries + 1, N_ROW), _roles,
+               signature=[HEAD.CLOCK])   # not the rows, which reorder
 
 
 def init_sections(layout, S, entries):
