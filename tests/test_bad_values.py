@@ -186,7 +186,10 @@ def test_a_profile_region_beyond_the_address_space(tmp_path):
     ("../profiles/skylake-ddr4", "no such profile file"),
     ("skylake-ddr4/", "no such profile file"),
 ])
-def test_profile_names_stay_in_the_profiles_folder(spec, needle):
+def test_profile_names_stay_in_the_profiles_folder(spec, needle, tmp_path, monkeypatch):
+    # from an empty folder, so no file around the checkout can answer to the path
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
     _raises([needle], spec)
 
 
