@@ -145,3 +145,6 @@ def test_a_kind_module_declares_its_kinds_and_profile_keys_as_literals(tmp_path)
                             "PROFILE_KEYS": {"switch_ns": ("num", True, 0, 1000)},
                             "PARAMS": "SWITCH_LAT"}
     assert KINDS["optane"][0] == "optane" and KINDS["nvdimm-n"][0] == "dram"
+    f.write_text('KINDS = ("cxl",)\nPARAMS = ""\n')
+    with pytest.raises(ValueError, match=r"cxl.py: a media kind's module declares PROFILE_KEYS"):
+        _declared(f)

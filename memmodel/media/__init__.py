@@ -47,6 +47,10 @@ def _declared(path):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 getattr(node.targets[0], "id", None) in _LITERALS:
             out[node.targets[0].id] = ast.literal_eval(node.value)
+    missing = [name for name in _LITERALS if name not in out]
+    if missing:
+        raise ValueError(f"{path}: a media kind's module declares {', '.join(missing)} "
+                         f"(a literal each, at its top)")
     return out
 
 
@@ -87,9 +91,9 @@ N_MCOUNTERS = len(MC)
 # mglob[]: interconnect (a read's extra latency, a WC buffer's extra hold) and the shape of a
 # chan row: its width, where the kinds' own words start
 G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE OWN0")
-# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side, the
-# media behind a DIMM's buffer, which the background streams take too: Optane's), WPQ_HEAD, the
-# background streams (other cores' traffic, memmodel.media._channels.background: the FP time
+# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side, and
+# Optane's media behind its XPBuffer, here because the channels' background streams take it
+# too), WPQ_HEAD, the background streams (other cores' traffic, memmodel.media._channels.background: the FP time
 # of the next read and write arrival, -1 for none, and their periods in FP units, 0 for none),
 # WPQ slots from WPQ0 (the cycle each is free again), then from G.OWN0 the channel's state of
 # its media's kind (its ROW). A row has room for the most WPQ slots and kind's words of the
