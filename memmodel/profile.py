@@ -133,7 +133,8 @@ _NUMA = {
     "remote_hold_ns": (_NUM, True, *_NS),
     "remote_bw_gbps": (_NUM, True, *_GBPS),
 }
-# Each channel is a row of the chan section with a slot per WPQ entry (and the XPBuffer).
+# Each channel is a row of the chan section with a slot per WPQ entry (and its kind's own
+# state: memmodel.media's ROW).
 _MEDIA = {
     "kind": (_STR, False, KIND_IDS),
     "read_latency_ns": (_NUM, True, *_NS),

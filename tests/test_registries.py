@@ -133,12 +133,18 @@ def test_the_profile_loader_takes_the_registries_without_numba():
 
 
 def test_a_kind_module_declares_its_kinds_and_profile_keys_as_literals(tmp_path):
-    """memmodel.media takes a kind's names and keys from its module's source (the module
-    itself loads numba): the literals, wherever they stand, and nothing else."""
+    """memmodel.media takes a kind's names, keys and own parameter columns from its module's
+    source (the module itself loads numba): the literals, wherever they stand, and nothing
+    else."""
     from memmodel.media import _declared
     f = tmp_path / "cxl.py"
     f.write_text('from memmodel.jit import inlined\n\nKINDS = ("cxl", "cxl-pmem")\n'
-                 'PROFILE_KEYS = {"switch_ns": ("num", True, 0, 1_000)}\nKIND = 7\n')
+                 'PROFILE_KEYS = {"switch_ns": ("num", True, 0, 1_000)}\nKIND = 7\n'
+                 'PARAMS = "SWITCH_LAT"\nROW = None\n')
     assert _declared(f) == {"KINDS": ("cxl", "cxl-pmem"),
-                            "PROFILE_KEYS": {"switch_ns": ("num", True, 0, 1000)}}
+                            "PROFILE_KEYS": {"switch_ns": ("num", True, 0, 1000)},
+                            "PARAMS": "SWITCH_LAT"}
     assert KINDS["optane"][0] == "optane" and KINDS["nvdimm-n"][0] == "dram"
+    f.write_text('KINDS = ("cxl",)\nPARAMS = ""\n')
+    with pytest.raises(ValueError, match=r"cxl.py: a media kind's module declares PROFILE_KEYS"):
+        _declared(f)

@@ -16,51 +16,64 @@ share (channel rows, interleave, WPQ, the link) is in _channels.py; each kind's 
 media itself: dram.py (DRAM and NVDIMM-N), optane.py (the XPBuffer of 256-byte XPLines).
 
 Each media kind is declared by the module of this package that times it (every module not
-named _*, found, not listed): as literals, KINDS (the kinds it times) and
-PROFILE_KEYS (the keys they add to a profile's [media.NAME] table, as memmodel.profile's
-(type, sourced, minimum, maximum) specs); then REPORTS (which of MEDIA_COUNTER_NAMES its
-media report in stats()), init_params(), read() and write() (as dram.py describes) and
-`KIND = KIND_IDS.index(NAME)`. This module reads the literals from the modules' source,
-not by importing them: it imports nothing compiled, so that memmodel.profile takes the
-kinds' names and keys without numba; the kinds' modules are imported when a machine is
-built. A kind's id, its index in KIND_IDS, is what compiled code dispatches on: its one
-branch in each of memmodel.media._dispatch's read and write. PERSISTENCE names the
-persistence domains; a profile's [media.NAME] `kind` and `persistence` are names here. The
-sections' set-up: memmodel.sections.media.
+named _*, found, not listed): as literals, KINDS (the kinds it times), PROFILE_KEYS (the
+keys they add to a profile's [media.NAME] table, as memmodel.profile's (type, sourced,
+minimum, maximum) specs) and PARAMS (its own parameter columns, space-separated: after the
+shared ones of MP, at own_params(PARAMS)); then ROW (its per-channel state, an OwnRow, or
+None), REPORTS (which of MEDIA_COUNTER_NAMES its media report in stats()), init_params(),
+read() and write() (as dram.py describes) and `KIND = KIND_IDS.index(NAME)`. This module
+reads the literals from the modules' source, not by importing them: it imports nothing
+compiled, so that memmodel.profile takes the kinds' names and keys without numba; the kinds'
+modules are imported when a machine is built. A kind's id, its index in KIND_IDS, is what
+compiled code dispatches on: its one branch in each of memmodel.media._dispatch's read and
+write. PERSISTENCE names the persistence domains; a profile's [media.NAME] `kind` and
+`persistence` are names here. The sections' set-up: memmodel.sections.media.
 """
 import ast
+from collections import namedtuple
 from importlib import import_module
 from pathlib import Path
 
 from memmodel.layout import fields
 
 FP = 1024
+_LITERALS = ("KINDS", "PROFILE_KEYS", "PARAMS")
 
 
 def _declared(path):
-    """{name: value} of the literals KINDS and PROFILE_KEYS at the top of the kind module at
-    `path`."""
+    """{name: value} of the literals (_LITERALS) at the top of the kind module at `path`."""
     out = {}
     for node in ast.parse(path.read_text(), str(path)).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                getattr(node.targets[0], "id", None) in ("KINDS", "PROFILE_KEYS"):
+                getattr(node.targets[0], "id", None) in _LITERALS:
             out[node.targets[0].id] = ast.literal_eval(node.value)
+    missing = [name for name in _LITERALS if name not in out]
+    if missing:
+        raise ValueError(f"{path}: a media kind's module declares {', '.join(missing)} "
+                         f"(a literal each, at its top)")
     return out
 
 
-# kind -> (the module of this package that times it, the profile keys it adds), the modules
-# in the order of their names
-KINDS = {kind: (path.stem, declared["PROFILE_KEYS"])
-         for path in sorted(Path(__file__).parent.glob("[!_]*.py"))
-         for declared in [_declared(path)] for kind in declared["KINDS"]}
+# module name -> its literals, for the kind modules in the order of their names
+_MODULES = {path.stem: _declared(path) for path in sorted(Path(__file__).parent.glob("[!_]*.py"))}
+# kind -> (the module that times it, the profile keys it adds)
+KINDS = {kind: (stem, declared["PROFILE_KEYS"])
+         for stem, declared in _MODULES.items() for kind in declared["KINDS"]}
 KIND_IDS = tuple(KINDS)
 PERSISTENCE = ("none", "adr", "eadr")
 
-# mp[media, field] (latencies in cycles, occupancies in FP units)
-MP = fields("MP", "KIND READ_LAT BUF_READ_LAT ACCEPT_LAT HOLD_LAT ACK_LAT RD_OCC_FP WR_OCC_FP "
-            "BUS_OCC_FP INTAKE_OCC_FP "
-            "CHANNELS CH_INV INTERLEAVE CHAN0 WPQ XPL_BYTES XPBUF SHARED_BUSY PERSIST")
-N_MPARAMS = len(MP)
+# mp[media, field]: the columns every kind has (latencies in cycles, occupancies in FP units;
+# UNIT_BYTES: what the media moves per access, the XPLine on Optane), then those of the
+# media's kind (its PARAMS, own_params): a row is as wide as the most a kind declares
+MP = fields("MP", "KIND READ_LAT ACCEPT_LAT HOLD_LAT ACK_LAT RD_OCC_FP WR_OCC_FP INTAKE_OCC_FP "
+            "CHANNELS CH_INV INTERLEAVE CHAN0 WPQ UNIT_BYTES SHARED_BUSY PERSIST")
+N_MPARAMS = len(MP) + max(len(d["PARAMS"].split()) for d in _MODULES.values())
+
+
+def own_params(names):
+    """The fields of a kind's own parameter columns `names` (its PARAMS) in its media's mp row."""
+    return fields("OWN", names, start=len(MP))
+
 
 # mcnt[media, counter]. READS/WRITES: 64 B lines at the controller; MEDIA_LINE_*: the
 # media's own accesses, an XPLine on Optane, a 64 B line (the same count as READS/WRITES) on
@@ -76,20 +89,22 @@ MEDIA_COUNTER_NAMES = ("line_reads", "line_writes", "partial_writes", "xpline_re
 N_MCOUNTERS = len(MC)
 
 # mglob[]: interconnect (a read's extra latency, a WC buffer's extra hold) and the shape of a
-# chan row
-G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE XP0 XP_MAX")
-# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side, Optane's
-# media behind its XPBuffer), WPQ_HEAD, the background streams (other cores' traffic,
-# memmodel.media._channels.background: the FP time of the next read and write arrival, -1 for
-# none, and their periods in FP units, 0 for none), WPQ slots from WPQ0 (the cycle each is free
-# again), then XPBuffer entries (memmodel.media.optane) from G.XP0 as runs of G.XP_MAX (XP):
-# tag, written-chunk mask, loaded, LRU stamp, the cycle the entry's media work is done (READY),
-# the FP start of its media write not yet begun (WB), the cycle the read that loaded it from the
-# media delivers its data (ARRIVE; -1: none). A row has room for the largest XPBuffer of the
-# profile's media (one entry if none has one); other kinds leave it empty.
+# chan row: its width, where the kinds' own words start
+G = fields("G", "LINK_BUSY_FP LINK_OCC_FP LINK_LAT REMOTE_HOLD CHAN_STRIDE OWN0")
+# chan[channel, ...]: RD_BUSY, WR_BUSY, MEDIA_BUSY (FP: the read side, the write side, and
+# Optane's media behind its XPBuffer, here because the channels' background streams take it
+# too), WPQ_HEAD, the background streams (other cores' traffic, memmodel.media._channels.background: the FP time
+# of the next read and write arrival, -1 for none, and their periods in FP units, 0 for none),
+# WPQ slots from WPQ0 (the cycle each is free again), then from G.OWN0 the channel's state of
+# its media's kind (its ROW). A row has room for the most WPQ slots and kind's words of the
+# profile's media.
 CH = fields("CH", "RD_BUSY WR_BUSY MEDIA_BUSY WPQ_HEAD BG_RD_NEXT BG_RD_PERIOD BG_WR_NEXT "
             "BG_WR_PERIOD WPQ0")
-XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")
+# A kind's per-channel state (its ROW): a table of as many entries as its media's profile key
+# `entries` says, stored field by field (`fields`, an IntEnum: field f of entry s is word
+# f x entries + s from G.OWN0); `roles`: {field: Role} (memmodel.layout; the rest EXACT);
+# `empty`: {field: its value in an empty entry} (the rest 0).
+OwnRow = namedtuple("OwnRow", "fields entries roles empty")
 
 
 def module(kind):

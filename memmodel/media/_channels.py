@@ -145,7 +145,7 @@ def background(S, p, row, t, optane):
     j = (t_fp - b0) // per2 + 1 if per2 > 0 and b0 <= t_fp else 0
     if k == 0 and j == 0:
         return
-    lines = S[ix(p + MP.XPL_BYTES)] // 64
+    lines = S[ix(p + MP.UNIT_BYTES)] // 64
     # the write side takes a write stream's lines (on Optane its bus, else the channel)
     wr_occ = lines * S[ix(p + MP.INTAKE_OCC_FP)]
     if j:

@@ -1,11 +1,14 @@
 """DRAM-like media (the kinds dram and nvdimm-n: NVDIMM-N serves from its DRAM and saves it
 to flash only on power loss): every access moves one 64-byte line at the channel's rate.
 
-A kind's module declares KINDS and PROFILE_KEYS (literals: memmodel.media reads them from
-its source, without numba), REPORTS (which of memmodel.media.MEDIA_COUNTER_NAMES its media report)
+A kind's module declares KINDS, PROFILE_KEYS and PARAMS (literals: memmodel.media reads
+them from its source, without numba; PARAMS names its own parameter columns, after the shared
+ones, as memmodel.media.own_params(PARAMS) numbers them), ROW (its per-channel state, a
+memmodel.media.OwnRow: its fields with their roles and the profile key that gives its
+entries; None: none), REPORTS (which of memmodel.media.MEDIA_COUNTER_NAMES its media report)
 and holds the same three functions:
 
-    init_params(p, spec, freq_ghz, read_gbps, write_gbps)   the kind's columns of mp row p
+    init_params(p, spec, freq_ghz, read_gbps, write_gbps)   the kind's values in mp row p
     read(S, p, m, row, addr, t, stamp) -> the cycle the data is back
     write(S, p, m, row, addr, nbytes, t, stamp) -> the cycle its WPQ slot is free again
 
@@ -21,17 +24,17 @@ from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
 
 KINDS = ("dram", "nvdimm-n")
 PROFILE_KEYS = {}
+PARAMS = ""
+ROW = None
 # its media read and write 64 B lines, which line_reads and line_writes count already
 REPORTS = tuple(n for n in MEDIA_COUNTER_NAMES if n not in ("xpline_reads", "xpline_writes"))
 
 
 def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
-    p[MP.BUF_READ_LAT] = p[MP.READ_LAT]
-    p[MP.XPL_BYTES] = 64
+    p[MP.UNIT_BYTES] = 64
     p[MP.RD_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
     p[MP.WR_OCC_FP] = occ_fp(64, write_gbps, freq_ghz)
     p[MP.INTAKE_OCC_FP] = p[MP.WR_OCC_FP]   # the channel's write side is the intake
-    p[MP.BUS_OCC_FP] = p[MP.RD_OCC_FP]
 
 
 @inlined

@@ -24,13 +24,14 @@ for writes (`reads_wait_for_writes`; else reads have their own timeline, the rea
 The functions are those of every kind (memmodel.media.dram).
 """
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MH
-from memmodel.media import CH, FP, KIND_IDS, MC, MEDIA_COUNTER_NAMES, MP, XP, G, cycles, occ_fp
+from memmodel.layout import MH, clock, fields
+from memmodel.media import (CH, FP, KIND_IDS, MC, MEDIA_COUNTER_NAMES, MP, G, OwnRow, cycles,
+                            occ_fp, own_params)
 from memmodel.media._channels import cdiv_fp, mcount, occupy_for_read, read_side
 
 # the kind's declarations (literals, which memmodel.media reads without numba): an XPLine's
 # written-chunk mask is one int64 (a bit per 64 bytes), and the XPBuffer is scanned per
-# access and has room in every channel row
+# access
 KINDS = ("optane",)
 PROFILE_KEYS = {
     "buffer_read_latency_ns": ("num", True, 0, 1_000_000),
@@ -38,20 +39,33 @@ PROFILE_KEYS = {
     "xpbuffer_entries": ("int", True, 1, 1024),
     "bus_gbps": ("num", True, 1e-3, 10_000),   # one DIMM's bus: its write intake
 }
+# its own parameter columns: a read served from the XPBuffer's latency, a 64-byte move over
+# the DIMM's bus (FP), the XPBuffer's entries
+PARAMS = "BUF_READ_LAT BUS_OCC_FP XPBUF"
+OP = own_params(PARAMS)
 KIND = KIND_IDS.index(KINDS[0])
 REPORTS = MEDIA_COUNTER_NAMES   # its media's own accesses are XPLines: xpline_reads, _writes
+# a DIMM's XPBuffer entry: tag (the XPLine, -1: empty), written-chunk mask, loaded, LRU
+# stamp, the cycle its media work is done (READY), the FP start of its media write not yet
+# begun (WB; -1: none), the cycle the read that loaded it from the media delivers its data
+# (ARRIVE; -1: none)
+XP = fields("XP", "TAG MASK LOADED STAMP READY WB ARRIVE")
+ROW = OwnRow(XP, "xpbuffer_entries",
+             {XP.STAMP: clock("mem"), XP.READY: clock("cycles"), XP.WB: clock("fp", none=True),
+              XP.ARRIVE: clock("cycles", none=True)},
+             {XP.TAG: -1})
 
 
 def init_params(p, spec, freq_ghz, read_gbps, write_gbps):
     xpl = spec["xpline_bytes"]
-    p[MP.BUF_READ_LAT] = cycles(spec["buffer_read_latency_ns"], freq_ghz)
-    p[MP.XPL_BYTES] = xpl
-    p[MP.XPBUF] = spec["xpbuffer_entries"]
+    p[OP.BUF_READ_LAT] = cycles(spec["buffer_read_latency_ns"], freq_ghz)
+    p[MP.UNIT_BYTES] = xpl
+    p[OP.XPBUF] = spec["xpbuffer_entries"]
     p[MP.RD_OCC_FP] = occ_fp(xpl, read_gbps, freq_ghz)
     p[MP.WR_OCC_FP] = occ_fp(xpl, write_gbps, freq_ghz)
     # a 64-byte read out of the XPBuffer at the media's read rate; a write taken in at the
     # rate of the DIMM's bus
-    p[MP.BUS_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
+    p[OP.BUS_OCC_FP] = occ_fp(64, read_gbps, freq_ghz)
     p[MP.INTAKE_OCC_FP] = occ_fp(64, spec["bus_gbps"], freq_ghz)
 
 
@@ -70,76 +84,74 @@ def _xp_slot(S, p, row, xpl, m, t, stamp):
     at cycle t, inserting the XPLine if absent. Returns (offset of the slot's tag, the cycle
     the slot can take the access: when the evicted XPLine's media work is done, 0 if it
     need not wait; whether the XPLine was present)."""
-    g = S[MH.MGLOB]
-    nmax = S[ix(g + G.XP_MAX)]
-    x = row + S[ix(g + G.XP0)]
-    n = S[ix(p + MP.XPBUF)]
+    n = S[ix(p + OP.XPBUF)]
+    x = row + S[ix(S[MH.MGLOB] + G.OWN0)]
     free = -1
     lru = 0
     for s in range(n):
         tag = S[ix(x + s)]
         if tag == xpl:
-            S[ix(x + XP.STAMP * nmax + s)] = stamp
+            S[ix(x + XP.STAMP * n + s)] = stamp
             return x + s, 0, True
         if tag == -1 and free < 0:
             free = s
-        if S[ix(x + XP.STAMP * nmax + s)] < S[ix(x + XP.STAMP * nmax + lru)]:
+        if S[ix(x + XP.STAMP * n + s)] < S[ix(x + XP.STAMP * n + lru)]:
             lru = s
     ready = 0
     slot = free
     if slot < 0:
         slot = lru
-        ready = S[ix(x + XP.READY * nmax + slot)]
-        full = (1 << (S[ix(p + MP.XPL_BYTES)] // 64)) - 1
-        mask = S[ix(x + XP.MASK * nmax + slot)]
+        ready = S[ix(x + XP.READY * n + slot)]
+        full = (1 << (S[ix(p + MP.UNIT_BYTES)] // 64)) - 1
+        mask = S[ix(x + XP.MASK * n + slot)]
         if mask:
             occ = S[ix(p + MP.WR_OCC_FP)]
             mcount(S, m, MC.MEDIA_LINE_WRITES, 1)
-            if mask != full and not S[ix(x + XP.LOADED * nmax + slot)]:
+            if mask != full and not S[ix(x + XP.LOADED * n + slot)]:
                 occ += S[ix(p + MP.RD_OCC_FP)]
                 mcount(S, m, MC.MEDIA_LINE_READS, 1)
                 mcount(S, m, MC.READ_MODIFY_WRITES, 1)
             ready = max(ready, _media(S, row, t, occ)[1])
     S[ix(x + slot)] = xpl
-    S[ix(x + XP.MASK * nmax + slot)] = 0
-    S[ix(x + XP.LOADED * nmax + slot)] = 0
-    S[ix(x + XP.STAMP * nmax + slot)] = stamp
-    S[ix(x + XP.READY * nmax + slot)] = ready
-    S[ix(x + XP.WB * nmax + slot)] = -1
-    S[ix(x + XP.ARRIVE * nmax + slot)] = -1
+    S[ix(x + XP.MASK * n + slot)] = 0
+    S[ix(x + XP.LOADED * n + slot)] = 0
+    S[ix(x + XP.STAMP * n + slot)] = stamp
+    S[ix(x + XP.READY * n + slot)] = ready
+    S[ix(x + XP.WB * n + slot)] = -1
+    S[ix(x + XP.ARRIVE * n + slot)] = -1
     return x + slot, ready, False
 
 
 @inlined
 def read(S, p, m, row, addr, t, stamp):
-    nmax = S[S[MH.MGLOB] + G.XP_MAX]
-    xpl = S[ix(p + MP.XPL_BYTES)]
+    n = S[ix(p + OP.XPBUF)]
+    xpl = S[ix(p + MP.UNIT_BYTES)]
     x, ready, present = _xp_slot(S, p, row, addr // xpl, m, t, stamp)
     chunk = 1 << ((addr % xpl) // 64)
-    written = S[ix(x + XP.MASK * nmax)] & chunk
-    if present and (S[ix(x + XP.LOADED * nmax)] or written):
+    written = S[ix(x + XP.MASK * n)] & chunk
+    if present and (S[ix(x + XP.LOADED * n)] or written):
         mcount(S, m, MC.XPBUFFER_HITS, 1)
-        start = occupy_for_read(S, m, read_side(S, p, row), t, t, S[ix(p + MP.BUS_OCC_FP)])
-        done = start + S[ix(p + MP.BUF_READ_LAT)]
+        start = occupy_for_read(S, m, read_side(S, p, row), t, t, S[ix(p + OP.BUS_OCC_FP)])
+        done = start + S[ix(p + OP.BUF_READ_LAT)]
         # the buffer cannot send bytes the media has not delivered yet: a chunk of an XPLine
         # still being read leaves with the read that loads it (nothing added: the way back
         # to the core is the same, and the 64 B move on the DDR-T bus is a few ns)
-        return done if written else max(done, S[ix(x + XP.ARRIVE * nmax)])
-    S[ix(x + XP.LOADED * nmax)] = 1
+        return done if written else max(done, S[ix(x + XP.ARRIVE * n)])
+    S[ix(x + XP.LOADED * n)] = 1
     mcount(S, m, MC.MEDIA_LINE_READS, 1)
     busy = row + (CH.MEDIA_BUSY if S[ix(p + MP.SHARED_BUSY)] else CH.RD_BUSY)
     occ = S[ix(p + MP.RD_OCC_FP)]
     start = occupy_for_read(S, m, busy, t, ready, occ)
     # the entry holds the XPLine once it is read (an eviction waits for that)
-    S[ix(x + XP.READY * nmax)] = max(S[ix(x + XP.READY * nmax)], cdiv_fp(start * FP + occ))
-    S[ix(x + XP.ARRIVE * nmax)] = start + S[ix(p + MP.READ_LAT)]
-    return S[ix(x + XP.ARRIVE * nmax)]
+    S[ix(x + XP.READY * n)] = max(S[ix(x + XP.READY * n)], cdiv_fp(start * FP + occ))
+    S[ix(x + XP.ARRIVE * n)] = start + S[ix(p + MP.READ_LAT)]
+    return S[ix(x + XP.ARRIVE * n)]
 
 
 @inlined
 def write(S, p, m, row, addr, nbytes, t, stamp):
-    nmax = S[S[MH.MGLOB] + G.XP_MAX]
-    xpl = S[ix(p + MP.XPL_BYTES)]
+    n = S[ix(p + OP.XPBUF)]
+    xpl = S[ix(p + MP.UNIT_BYTES)]
     # the DIMM takes the 64 bytes in when its intake is free, into the XPLine's entry once
     # that entry is free of the XPLine it evicts
     start = max(t * FP, S[ix(row + CH.WR_BUSY)])
@@ -148,8 +160,8 @@ def write(S, p, m, row, addr, nbytes, t, stamp):
     S[ix(row + CH.WR_BUSY)] = start + S[ix(p + MP.INTAKE_OCC_FP)]
     done = cdiv_fp(S[ix(row + CH.WR_BUSY)])
     chunk = 1 << ((addr % xpl) // 64)
-    loaded, mask, rdy, wb = x + XP.LOADED * nmax, x + XP.MASK * nmax, x + XP.READY * nmax, \
-        x + XP.WB * nmax
+    loaded, mask, rdy, wb = x + XP.LOADED * n, x + XP.MASK * n, x + XP.READY * n, \
+        x + XP.WB * n
     if nbytes < 64 and not S[ix(loaded)] and not S[ix(mask)] & chunk:
         # the rest of the chunk comes from the media: read the XPLine
         S[ix(rdy)] = max(S[ix(rdy)], _media(S, row, done, S[ix(p + MP.RD_OCC_FP)])[1])
