@@ -4,7 +4,7 @@ rows and the interconnect, declared with their roles and set from the profile's 
 import numpy as np
 
 from memmodel.jit import reciprocal_bits
-from memmodel.layout import COUNTER, EXACT, HEAD, clock, ring
+from memmodel.layout import COUNTER, EXACT, HEAD, SHARED, clock, ring
 from memmodel.media import (CH, KIND_IDS, MP, N_MCOUNTERS, N_MPARAMS, PERSISTENCE, XP, G, cycles,
                             module, occ_fp)
 
@@ -60,11 +60,13 @@ def _chan_roles(layout, S):
 
 def add_sections(layout, media):
     channels, max_q, max_x = _shape(media)
-    layout.add("mp", (len(media), N_MPARAMS), EXACT)
-    layout.add("mcnt", (len(media), N_MCOUNTERS), COUNTER)
-    layout.add("chan", (channels, CH.WPQ0 + max_q + len(XP) * max_x), _chan_roles)
+    # the memory side the cores share: parameters, counters, channels, the interconnect
+    layout.add("mp", (len(media), N_MPARAMS), EXACT, share=SHARED)
+    layout.add("mcnt", (len(media), N_MCOUNTERS), COUNTER, share=SHARED)
+    layout.add("chan", (channels, CH.WPQ0 + max_q + len(XP) * max_x), _chan_roles,
+               share=SHARED)
     layout.add("mglob", len(G), {G.LINK_BUSY_FP: clock("fp"),
-                                 **dict.fromkeys(list(G)[1:], EXACT)})
+                                 **dict.fromkeys(list(G)[1:], EXACT)}, share=SHARED)
 
 
 def init_sections(layout, S, media, freq_ghz, numa, background=None):
