@@ -42,6 +42,7 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel._persist import PQ_ENTRIES
 from memmodel.build import build as build_memory_side
+from memmodel.build import spread
 from memmodel.layout import MS, MT, Layout
 from memmodel.profile import check_regions, load_profile
 from memmodel.sections import hotlines as hot
@@ -131,12 +132,16 @@ class Machine:
         machine keeps one of the capture's size.
     background: other cores' traffic, {media or region name: {"read_gbps": r,
         "write_gbps": w}}, periodic streams on the media's channels (docs/machine.md).
+    cores: the cores in the machine, 1 to the profile's core.cores_per_socket, each with its
+        own window, store buffer, WC and fill buffers, L1D and L2, sharing the LLC and the
+        memory side (memmodel.layout, "Cores"). run() runs on core 0; the others' state is
+        built (core_state) and, until they run programs, idle. No coherence yet.
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
                  functional=True, smap=False, node=0, seed=0, mode="kernel",
                  memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None,
-                 background=None):
+                 background=None, cores=1):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -148,10 +153,11 @@ class Machine:
         if hot_lines is None:
             hot_lines = max((o.hot_lines for o in OBSERVERS), default=0)
         check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
-                            memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
+                            memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines,
+                            cores=cores, cores_per_socket=v["core"].get("cores_per_socket", 1))
         self.memory_limit_bytes = int(memory_limit_bytes)
         self.background = check_background(background, v["media"], regions)
-        self.layout = Layout(*st.BLOCKS)
+        self.layout = Layout(*st.BLOCKS, cores=int(cores))
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
         state_setup.add_sections(self.layout, v, n_sites=16)
@@ -159,6 +165,7 @@ class Machine:
             self.layout, v, regions, functional=functional, node=node, seed=seed,
             hot_lines=hot_lines, background=self.background)
         state_setup.init_sections(self.S, v, smap)
+        spread(self.layout, self.S)
         # the core takes spare rows unasked (grow checks the limit only when they run
         # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
         limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
@@ -189,6 +196,15 @@ class Machine:
             raise ValueError(f"mode must be 'kernel' or 'user', not {value!r}")
         self.S[st.SC.KERNEL] = value == "kernel"
         self.S[st.SC.REG_LO] = self.S[st.SC.REG_HI] = 0  # forget the fast path's region
+
+    @property
+    def cores(self):
+        return self.layout.cores
+
+    def core_state(self, k):
+        """Core k's view of the state (memmodel.layout, "Cores"): its private sections at the
+        offsets its header gives, the shared ones the same words as every core's."""
+        return self.layout.core(self.S, k)
 
     @property
     def cycles(self):
@@ -472,26 +488,39 @@ class Machine:
         cycle count in stats() is the machine's time, not a counter, and is not reset
         (RunResult.cycles gives one run's own cycles)."""
         self.S[self.layout.where(self.S, "counter", "mark")] = 0   # the words of those roles
-        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))   # its lines, too
+        for k in range(self.cores):   # the hot-line tables' lines, too
+            hot.init_sections(self.layout, self.core_state(k), int(self.S[MT.HOT_CAP]))
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles: an emu.frames.Stats,
-        a dict with to_frame()."""
+        a dict with to_frame(). With several cores the levels' and sites' counters are the
+        cores' sums, and "cores" holds each core's levels and sites."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
-        levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, view("ccnt")[i])))
-                  for i, n in enumerate(self.level_names)}
-        for d in levels.values():
-            d["hits"] = d["load_hits"] + d["store_hits"]
-            d["misses"] = d["load_misses"] + d["store_misses"]
+        per_core = [self._core_counters(self.core_state(k)) for k in range(self.cores)]
+        levels, sites = per_core[0] if self.cores == 1 else (
+            {n: {c: sum(p[i][n][c] for p in per_core) for c in d}
+             for n, d in per_core[0][i].items()} for i in range(2))
         kinds = [self.profile.values["media"][n]["kind"] for n in self.media_names]
         media = {n: {c: int(view("mcnt")[i, k]) for k, c in md.counter_names(kinds[i])}
                  for i, n in enumerate(self.media_names)}
         regions = {n: dict(zip(mm.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
                    for i, n in enumerate(self.region_names)}
-        sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, view("site_ctr")[i])))
+        out = Stats(cycles=self.cycles, seconds=self.cycles / (self.freq_ghz * 1e9),
+                    levels=levels, media=media, regions=regions, sites=sites)
+        if self.cores > 1:
+            out["cores"] = [{"levels": lv, "sites": s} for lv, s in per_core]
+        return out
+
+    def _core_counters(self, S_k):
+        """(levels, sites): the counters of the core whose view is S_k."""
+        levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, self.layout.view(S_k, "ccnt")[i])))
+                  for i, n in enumerate(self.level_names)}
+        for d in levels.values():
+            d["hits"] = d["load_hits"] + d["store_hits"]
+            d["misses"] = d["load_misses"] + d["store_misses"]
+        sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, self.layout.view(S_k, "site_ctr")[i])))
                  for i, n in enumerate(self.site_names)}
-        return Stats(cycles=self.cycles, seconds=self.cycles / (self.freq_ghz * 1e9),
-                     levels=levels, media=media, regions=regions, sites=sites)
+        return levels, sites
 
     def run_profile(self):
         """emu.profiler.RunProfile of what this machine ran since it was made or reset_stats():
@@ -508,15 +537,15 @@ class Machine:
         h = h or hashlib.sha256()
         derived = self.layout.where(self.S, "derived")
         for name in sorted(self.layout.shapes):
-            v = self.layout.view(self.S, name)
+            parts = self.layout.indices(name)   # every core's copy
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
-                v = v[:len(self.site_names)]
-            off = self.layout.offsets[name]
-            d = derived[(derived >= off) & (derived < off + v.size)] - off
-            if len(d) == v.size:
+                parts = [p[:len(self.site_names)] for p in parts]
+            idx = np.concatenate([p.reshape(-1) for p in parts])
+            idx = idx[~np.isin(idx, derived)]
+            if not len(idx):
                 continue
             h.update(name.encode())
-            h.update(np.delete(v.reshape(-1), d).tobytes() if len(d) else v.tobytes())
+            h.update(self.S[idx].tobytes())
         return h.hexdigest()
 
     def cache_contents(self, level):
