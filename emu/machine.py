@@ -24,7 +24,14 @@ from emu.limits import (
     check_machine_args,
     cycles_per_unit,
 )
-from emu.results import CrashImage, MemoryLimitFault, RunResult, UnmappedAccess, fault
+from emu.results import (
+    CoresResult,
+    CrashImage,
+    MemoryLimitFault,
+    RunResult,
+    UnmappedAccess,
+    fault,
+)
 from isa.ops import (
     COL_ADDR,
     COL_OP,
@@ -94,7 +101,8 @@ def _core_cached(S, pt, frames):
     if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
         return True
     ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
-    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True))
+    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True,
+                                              0))
     if sig in run.overloads:
         return True
     try:
@@ -134,8 +142,8 @@ class Machine:
         "write_gbps": w}}, periodic streams on the media's channels (docs/machine.md).
     cores: the cores in the machine, 1 to the profile's core.cores_per_socket, each with its
         own window, store buffer, WC and fill buffers, L1D and L2, sharing the LLC and the
-        memory side (memmodel.layout, "Cores"). run() runs on core 0; the others' state is
-        built (core_state) and, until they run programs, idle. No coherence yet.
+        memory side (memmodel.layout, "Cores"). run(program) runs on core 0, run([program,
+        ...]) one program per core, together (run). No coherence yet.
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
@@ -254,7 +262,15 @@ class Machine:
         op's issue, and drain() ends the sequence. repeat=N: the program N times back to
         back, as one program of N copies (the state the same), the repetitions the machine
         shows to repeat applied at once (emu.fastforward; RunResult.fast_forwarded says
-        how many)."""
+        how many).
+        A list of programs, one per core of Machine(cores=N): they run together, each op
+        of the core whose clock is earliest next (ties: the lowest core), so that the cores'
+        accesses take place in simulated-time order; deterministic; a CoresResult. No
+        coherence yet: a core sees another's stores in memory, not in its caches' timing."""
+        if isinstance(program, (list, tuple)):
+            if isinstance(repeat, bool) or repeat != 1:
+                raise ValueError("run(programs, repeat=N): one program per core runs once")
+            return self._run_cores(list(program), drain)
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
@@ -307,7 +323,7 @@ class Machine:
         t = time.perf_counter()
         while True:
             _core.run(self.S, self.pt, self.frames, ops, data, sites, i, undone, self._out,
-                      self.plain_path)
+                      self.plain_path, len(ops))
             status, i = int(self._out[0]), int(self._out[1])
             if status == st.ST_OK:
                 break
@@ -335,6 +351,68 @@ class Machine:
         cycles = end - start_cycle
         return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops),
                          undone=undone if fixups else None)
+
+    def _run_cores(self, programs, drain):
+        """run() of one program per core (emu._core.run_cores)."""
+        if len(programs) != self.cores:
+            raise ValueError(f"run() of {len(programs)} programs on a machine of {self.cores} "
+                             "core(s): one program per core")
+        for program in programs:
+            if not isinstance(program, Program):
+                raise TypeError(f"run() takes Programs, not {type(program).__name__}")
+        checks = [self._check(program) for program in programs]   # sites, cost, fixups, units
+        views = [self.core_state(k) for k in range(self.cores)]
+        for k, (program, (_, cost, _, _)) in enumerate(zip(programs, checks)):
+            if int(views[k][st.SC.NOW]) + cost >= CLOCK_LIMIT:
+                raise ProgramError(f"core {k}'s program of {len(program)} ops may take up to "
+                                   f"{cost:.3g} cycles, beyond the emulated clock's limit "
+                                   f"{CLOCK_LIMIT:.3g} from its clock {int(views[k][st.SC.NOW])}")
+        undone = [np.zeros(len(p) if c[2] else 0, dtype=np.int64)
+                  for p, c in zip(programs, checks)]
+        parts = [[p.core_ops() for p in programs], [p.data for p in programs],
+                 [c[0] for c in checks], undone]
+        begin = np.zeros((self.cores + 1, 4), dtype=np.int64)
+        for col, arrays in enumerate(parts):
+            begin[1:, col] = np.cumsum([len(a) for a in arrays])
+        begin[:-1, 3] = np.where([c[2] for c in checks], begin[:-1, 3], -1)
+        ops, data, sites, res = (np.concatenate(a) for a in parts)
+        pos, out = np.zeros(self.cores, dtype=np.int64), np.zeros(5, dtype=np.int64)
+        starts = [int(v[st.SC.NOW]) for v in views]
+        while True:
+            _core.run_cores(self.S, self.layout.fixed_words, self.pt, self.frames, ops, data,
+                            sites, res, begin, pos, out)
+            status, k, i = int(out[0]), int(out[4]), int(out[1])
+            if status == st.ST_OK:
+                break
+            views = [self.core_state(c) for c in range(self.cores)]
+            op = programs[k].core_ops()[i]
+            if status == st.ST_NEED_PAGES:
+                try:
+                    self.pt, self.frames = grow(self.S, self.pt, self.frames, int(out[2]),
+                                                int(out[3]), self.memory_limit_bytes)
+                    continue
+                except MemoryLimit as e:
+                    for v in views:
+                        _pipeline.finish(v)
+                    raise MemoryLimitFault(
+                        "functional memory limit", i, self.site_names[int(views[k][st.SC.SITE])],
+                        int(op[COL_ADDR]), f"core {k}: {Op(int(op[COL_OP])).name} of "
+                        f"{int(op[COL_SIZE])} bytes: {e}") from None
+            for v in views:
+                _pipeline.finish(v)
+            raise fault(status, i, self.site_names[int(views[k][st.SC.SITE])], int(out[2]),
+                        f"core {k}'s {Op(int(op[COL_OP])).name}")
+        views = [self.core_state(k) for k in range(self.cores)]
+        if max(v[MS.PQ_COUNT] for v in views) > PQ_ENTRIES:
+            raise RuntimeError("internal error: persistence queue overflow in one op")
+        ends = [int(_pipeline.finish(v)) if drain else int(v[st.SC.NOW]) for v in views]
+        hz = self.freq_ghz * 1e9
+        per = [RunResult(cycles=e - s, seconds=(e - s) / hz, ops=len(p),
+                         undone=u if c[2] else None)
+               for e, s, p, u, c in zip(ends, starts, programs, undone, checks)]
+        cycles = max(ends) - min(starts)
+        return CoresResult(cycles=cycles, seconds=cycles / hz, ops=sum(map(len, programs)),
+                           cores=per)
 
     # ------------------------------------------------------------------ memory
     def run_rounds(self, programs, repeat):

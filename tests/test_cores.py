@@ -168,3 +168,64 @@ def test_the_cores_are_one_to_the_profiles_cores_per_socket():
     with pytest.raises(ValueError, match="cores=2.*1 core"):
         check_machine_args([], functional=True, smap=False, node=0, seed=0,
                            memory_limit_bytes=0, hot_lines=0, cores=2, cores_per_socket=1)
+
+
+# ---------------------------------------------------------------- one program per core
+def _mixed(base):
+    """Ops of most kinds, some looking ahead (LFENCE's refill, a flush's RFOs ahead)."""
+    p = Program()
+    for i in range(30):
+        p.load(base + 64 * i).store(base + 4096 + 64 * i, b"abcdefgh")
+        if i % 7 == 0:
+            p.clflush(base + 64 * i).lfence().work(20).sfence()
+        if i % 5 == 0:
+            p.load(base + 64 * i, dependent=True).clwb(base + 4096).mfence()
+    return p
+
+
+def test_a_program_run_op_by_op_by_the_scheduler_is_the_program_run_at_once():
+    base = 0x100000
+    a, b = Machine("skylake-ddr4"), Machine("skylake-ddr4")
+    ra = a.run(_mixed(base))
+    rb = b.run([_mixed(base)])
+    assert rb.cores[0].cycles == ra.cycles and rb.cycles == ra.cycles
+    assert a.state_hash() == b.state_hash()
+
+
+def test_the_core_whose_clock_is_earliest_runs_next():
+    """Both cores store to one address: the store later in simulated time is the one memory
+    keeps, whichever core's program holds it; at equal clocks core 0 goes first."""
+    addr = 0x200000
+    for late, expect in ((1, b"core1..."), (0, b"core0..."), (None, b"core1...")):
+        m = Machine("skylake-ddr4", cores=2)
+        if late is not None:
+            m.core_state(late)[st.SC.NOW] = 100000
+        r = m.run([Program().store(addr, b"core0..."), Program().store(addr, b"core1...")])
+        assert m.read(addr, 8) == expect, late
+        assert r.ops == 2 and [c.ops for c in r.cores] == [1, 1]
+
+
+def test_each_core_counts_its_own_accesses_and_the_run_is_deterministic():
+    hashes = []
+    for _ in range(2):
+        m = Machine("skylake-ddr4", cores=2)
+        p1 = Program()
+        for i in range(10):   # ten lines no one has touched: ten L1D load misses
+            p1.load(0x300000 + 64 * 97 * i)
+        r = m.run([Program().work(500), p1])
+        s = m.stats()["cores"]
+        assert s[0]["levels"]["l1d"]["load_misses"] == 0
+        assert s[1]["levels"]["l1d"]["load_misses"] == 10
+        assert r.cycles == max(c.cycles for c in r.cores) and r.cores[0].cycles >= 500
+        hashes.append(m.state_hash())
+    assert hashes[0] == hashes[1]
+
+
+def test_one_program_per_core_is_asked():
+    m = Machine("skylake-ddr4", cores=2)
+    with pytest.raises(ValueError, match="1 programs on a machine of 2 core"):
+        m.run([Program()])
+    with pytest.raises(TypeError, match="Programs"):
+        m.run([Program(), "x"])
+    with pytest.raises(ValueError, match="repeat"):
+        m.run([Program(), Program()], repeat=2)
