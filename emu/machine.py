@@ -234,7 +234,7 @@ class Machine:
     @classmethod
     def warmup(cls):
         """Compile every compiled function the facade calls (the core's run and finish, the
-        program validator, memmodel.memory's and memmodel.cache's entry points), or load
+        scheduler of one program per core, the program validator, memmodel.memory's and memmodel.cache's entry points), or load
         them from numba's on-disk cache, by using each once on a throwaway machine, so that
         no later call compiles (e.g. before timing, or before forking workers). Returns the
         seconds it took: minutes cold, about a second from the cache."""
@@ -246,6 +246,7 @@ class Machine:
         m.poison(0x2000)
         m.poison(0x2000, on=False)
         m.run(Program().load(0x1000).store(0x1040, b"\1" * 8))
+        m.run([Program().load(0x1000)])
         m.read(0x1000, 8)
         m.cached(0x1000)
         return time.perf_counter() - t
