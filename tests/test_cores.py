@@ -4,7 +4,7 @@ and the shared ones are the same words from every view; one core's machine is wh
 import numpy as np
 import pytest
 
-from emu import Machine, timeshift
+from emu import Machine, UnmappedAccess, timeshift
 from emu import state as st
 from emu.limits import check_machine_args
 from isa import Program
@@ -229,3 +229,10 @@ def test_one_program_per_core_is_asked():
         m.run([Program(), "x"])
     with pytest.raises(ValueError, match="repeat"):
         m.run([Program(), Program()], repeat=2)
+
+
+def test_a_fault_names_the_core_and_op():
+    m = Machine("skylake-ddr4", cores=2)
+    with pytest.raises(UnmappedAccess, match="core 1's LOAD") as e:
+        m.run([Program().load(0x1000), Program().work(5).load(1 << 40)])
+    assert e.value.op_index == 1 and e.value.addr == 1 << 40   # in core 1's program
