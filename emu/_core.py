@@ -28,25 +28,29 @@ from memmodel.layout import MS, MT
 
 
 @compiled
-def run(S, pt, frames, ops, data, sites, start, res, out, plain):
-    """Execute ops[start:], a SITE op's immediate k marking the machine's site sites[k]
-    (ops are the program's, never rewritten). out[0] = status (ST_OK when all ran),
-    out[1] = op index reached;
+def run(S, pt, frames, ops, data, sites, start, res, out, plain, stop):
+    """Execute ops[start:stop], a SITE op's immediate k marking the machine's site sites[k]
+    (ops are the program's, never rewritten; the ops from `stop` on are still the ones the
+    core looks ahead at, so that a run resumed at `stop` goes on as one run would).
+    out[0] = status (ST_OK when all ran), out[1] = op index reached (the next to run);
     on a stop out[2:4] say why. The op that stopped the run has had no effect. res[i] gets
     the bytes an exception-table op i left undone (res is as long as ops when any op has
     FLAG_EXTABLE or FLAG_MCSAFE). `plain`: whether plain loads and stores may take
-    _plain_run (the results are the same either way; a test holds the two paths equal)."""
+    _plain_run (the results are the same either way; a test holds the two paths equal), which
+    runs to the end: only when stop is len(ops)."""
     out[0] = ST_OK
     functional = S[MT.FUNCTIONAL]
     n = ops.shape[0]
     opf = ops.reshape(ops.size)
     i = start
-    skip = 0 if plain else n   # after _plain_run took no op, the next few bypass it
-    while i < n:
+    # after _plain_run took no op, the next few bypass it; it runs to n, so not before stop
+    skip = 0 if plain and stop == n else n
+    while i < stop:
         op = ops[i, COL_OP]
         if (op == Op.LOAD or op == Op.STORE) and skip == 0:
             j = fast.plain_run(S, pt, frames, ops, data, i, n)
             if j == n:
+                i = n
                 break
             if j == i:
                 skip = fast.PLAIN_RUN_BACKOFF
@@ -153,4 +157,34 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain):
             if (op == Op.SFENCE or op == Op.MFENCE) and S[MS.PEND_COUNT]:
                 persist.apply_pending(S, pt, frames)
         i += 1
-    out[1] = n
+    out[1] = i
+
+
+@compiled
+def run_cores(B, fixed_words, pt, frames, ops, data, sites, res, begin, pos, out):
+    """Run one program per core over the state B (core k's view: B[k * fixed_words:]), always
+    the next op of the core whose clock (SC.NOW) is earliest, the lowest core first on a tie,
+    so that the cores' accesses happen in the order of simulated time. Core k's program is
+    ops[begin[k, 0]:begin[k + 1, 0]], its data, sites and undone bytes start at data[begin[k,
+    1]], sites[begin[k, 2]] and res[begin[k, 3]] (res empty where it has no exception-table
+    ops: begin[k, 3] = -1); pos[k] is its next op, kept between calls. out[0:4] as run()'s,
+    out[4] the core that stopped (ST_OK: every program ran)."""
+    cores = pos.shape[0]
+    while True:
+        k = -1
+        for c in range(cores):
+            if pos[c] < begin[c + 1, 0] - begin[c, 0] and (
+                    k < 0 or B[c * fixed_words + SC.NOW] < B[k * fixed_words + SC.NOW]):
+                k = c
+        if k < 0:
+            out[0] = ST_OK
+            return
+        o0, o1 = begin[k, 0], begin[k + 1, 0]
+        r0 = begin[k, 3]
+        run(B[k * fixed_words:], pt, frames, ops[o0:o1], data[begin[k, 1]:],
+            sites[begin[k, 2]:], pos[k], res[r0:r0 + o1 - o0] if r0 >= 0 else res[:0], out,
+            False, pos[k] + 1)
+        out[4] = k
+        if out[0] != ST_OK:
+            return
+        pos[k] = out[1]

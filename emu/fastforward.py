@@ -412,7 +412,13 @@ def run_repeated(m, runs, n, drain_each, units):
     UNIT_WORDS of the state's and memory's words) keeps the states after its last KEPT
     repetitions, so that a period of up to KEPT is matched when it is proposed, not a
     period later, and the first repetition is matched against the state before it (no
-    signature then)."""
+    signature then). A machine of several cores runs every repetition (0 fast-forwarded):
+    the signature and the clocks it shifts by are core 0's."""
+    if m.cores > 1:
+        for _ in range(n):
+            for run in runs:
+                run(drain_each)
+        return 0
     lay, sigs, kept, candidate, snaps = _Layout(m), [], [], None, _Snapshots(m)
     keep = units * UNIT_WORDS >= len(m.S) + m.pt.size + m.frames.size // 8
     initial = snaps.take() if keep else None

@@ -25,8 +25,9 @@ def wide(rows, index_name):
 
 
 class Stats(dict):
-    """Machine.stats(): {"cycles", "seconds", "levels", "media", "regions", "sites"}, a plain
-    dict to every reader, with to_frame()."""
+    """Machine.stats(): {"cycles", "seconds", "levels", "media", "regions", "sites"} (and
+    "cores", each core's levels and sites, on a machine of several), a plain dict to every
+    reader, with to_frame()."""
 
     SECTIONS = {"levels": "level", "media": "media", "regions": "region", "sites": "site"}
 

@@ -58,6 +58,12 @@ def check_machine_args(regions, **args):
                          "(or 0)")
     if not 0 <= args["seed"] < 1 << 63:
         raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
+    n, most = args["cores"], args["cores_per_socket"]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"Machine(cores=...) must be an integer, not {n!r}")
+    if not 1 <= n <= most:
+        raise ValueError(f"Machine(cores={n}): the profile's socket has {most} core(s) "
+                         "(core.cores_per_socket); cores must be 1 to that")
     nodes = sorted({0} | {r["node"] for r in regions})
     if args["node"] not in nodes:
         raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "

@@ -24,7 +24,14 @@ from emu.limits import (
     check_machine_args,
     cycles_per_unit,
 )
-from emu.results import CrashImage, MemoryLimitFault, RunResult, UnmappedAccess, fault
+from emu.results import (
+    CoresResult,
+    CrashImage,
+    MemoryLimitFault,
+    RunResult,
+    UnmappedAccess,
+    fault,
+)
 from isa.ops import (
     COL_ADDR,
     COL_OP,
@@ -42,6 +49,7 @@ from memmodel import media as md
 from memmodel import memory as mm
 from memmodel._persist import PQ_ENTRIES
 from memmodel.build import build as build_memory_side
+from memmodel.build import spread
 from memmodel.layout import MS, MT, Layout
 from memmodel.profile import check_regions, load_profile
 from memmodel.sections import hotlines as hot
@@ -93,7 +101,8 @@ def _core_cached(S, pt, frames):
     if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
         return True
     ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
-    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True))
+    sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True,
+                                              0))
     if sig in run.overloads:
         return True
     try:
@@ -131,12 +140,16 @@ class Machine:
         machine keeps one of the capture's size.
     background: other cores' traffic, {media or region name: {"read_gbps": r,
         "write_gbps": w}}, periodic streams on the media's channels (docs/machine.md).
+    cores: the cores in the machine, 1 to the profile's core.cores_per_socket, each with its
+        own window, store buffer, WC and fill buffers, L1D and L2, sharing the LLC and the
+        memory side (memmodel.layout, "Cores"). run(program) runs on core 0, run([program,
+        ...]) one program per core, together (run). No coherence yet.
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
                  functional=True, smap=False, node=0, seed=0, mode="kernel",
                  memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None,
-                 background=None):
+                 background=None, cores=1):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -148,10 +161,11 @@ class Machine:
         if hot_lines is None:
             hot_lines = max((o.hot_lines for o in OBSERVERS), default=0)
         check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
-                            memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines)
+                            memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines,
+                            cores=cores, cores_per_socket=v["core"].get("cores_per_socket", 1))
         self.memory_limit_bytes = int(memory_limit_bytes)
         self.background = check_background(background, v["media"], regions)
-        self.layout = Layout(*st.BLOCKS)
+        self.layout = Layout(*st.BLOCKS, cores=int(cores))
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
         state_setup.add_sections(self.layout, v, n_sites=16)
@@ -159,6 +173,7 @@ class Machine:
             self.layout, v, regions, functional=functional, node=node, seed=seed,
             hot_lines=hot_lines, background=self.background)
         state_setup.init_sections(self.S, v, smap)
+        spread(self.layout, self.S)
         # the core takes spare rows unasked (grow checks the limit only when they run
         # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
         limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
@@ -191,6 +206,15 @@ class Machine:
         self.S[st.SC.REG_LO] = self.S[st.SC.REG_HI] = 0  # forget the fast path's region
 
     @property
+    def cores(self):
+        return self.layout.cores
+
+    def core_state(self, k):
+        """Core k's view of the state (memmodel.layout, "Cores"): its private sections at the
+        offsets its header gives, the shared ones the same words as every core's."""
+        return self.layout.core(self.S, k)
+
+    @property
     def cycles(self):
         return int(self.S[st.SC.NOW])
 
@@ -210,7 +234,7 @@ class Machine:
     @classmethod
     def warmup(cls):
         """Compile every compiled function the facade calls (the core's run and finish, the
-        program validator, memmodel.memory's and memmodel.cache's entry points), or load
+        scheduler of one program per core, the program validator, memmodel.memory's and memmodel.cache's entry points), or load
         them from numba's on-disk cache, by using each once on a throwaway machine, so that
         no later call compiles (e.g. before timing, or before forking workers). Returns the
         seconds it took: minutes cold, about a second from the cache."""
@@ -222,6 +246,7 @@ class Machine:
         m.poison(0x2000)
         m.poison(0x2000, on=False)
         m.run(Program().load(0x1000).store(0x1040, b"\1" * 8))
+        m.run([Program().load(0x1000)])
         m.read(0x1000, 8)
         m.cached(0x1000)
         return time.perf_counter() - t
@@ -238,7 +263,15 @@ class Machine:
         op's issue, and drain() ends the sequence. repeat=N: the program N times back to
         back, as one program of N copies (the state the same), the repetitions the machine
         shows to repeat applied at once (emu.fastforward; RunResult.fast_forwarded says
-        how many)."""
+        how many).
+        A list of programs, one per core of Machine(cores=N): they run together, each op
+        of the core whose clock is earliest next (ties: the lowest core), so that the cores'
+        accesses take place in simulated-time order; deterministic; a CoresResult. No
+        coherence yet: a core sees another's stores in memory, not in its caches' timing."""
+        if isinstance(program, (list, tuple)):
+            if isinstance(repeat, bool) or repeat != 1:
+                raise ValueError("run(programs, repeat=N): one program per core runs once")
+            return self._run_cores(list(program), drain)
         if not isinstance(program, Program):
             raise TypeError(f"run() takes a Program, not {type(program).__name__}")
         if isinstance(repeat, bool) or repeat != 1:
@@ -291,7 +324,7 @@ class Machine:
         t = time.perf_counter()
         while True:
             _core.run(self.S, self.pt, self.frames, ops, data, sites, i, undone, self._out,
-                      self.plain_path)
+                      self.plain_path, len(ops))
             status, i = int(self._out[0]), int(self._out[1])
             if status == st.ST_OK:
                 break
@@ -319,6 +352,68 @@ class Machine:
         cycles = end - start_cycle
         return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops),
                          undone=undone if fixups else None)
+
+    def _run_cores(self, programs, drain):
+        """run() of one program per core (emu._core.run_cores)."""
+        if len(programs) != self.cores:
+            raise ValueError(f"run() of {len(programs)} programs on a machine of {self.cores} "
+                             "core(s): one program per core")
+        for program in programs:
+            if not isinstance(program, Program):
+                raise TypeError(f"run() takes Programs, not {type(program).__name__}")
+        checks = [self._check(program) for program in programs]   # sites, cost, fixups, units
+        views = [self.core_state(k) for k in range(self.cores)]
+        for k, (program, (_, cost, _, _)) in enumerate(zip(programs, checks)):
+            if int(views[k][st.SC.NOW]) + cost >= CLOCK_LIMIT:
+                raise ProgramError(f"core {k}'s program of {len(program)} ops may take up to "
+                                   f"{cost:.3g} cycles, beyond the emulated clock's limit "
+                                   f"{CLOCK_LIMIT:.3g} from its clock {int(views[k][st.SC.NOW])}")
+        undone = [np.zeros(len(p) if c[2] else 0, dtype=np.int64)
+                  for p, c in zip(programs, checks)]
+        parts = [[p.core_ops() for p in programs], [p.data for p in programs],
+                 [c[0] for c in checks], undone]
+        begin = np.zeros((self.cores + 1, 4), dtype=np.int64)
+        for col, arrays in enumerate(parts):
+            begin[1:, col] = np.cumsum([len(a) for a in arrays])
+        begin[:-1, 3] = np.where([c[2] for c in checks], begin[:-1, 3], -1)
+        ops, data, sites, res = (np.concatenate(a) for a in parts)
+        pos, out = np.zeros(self.cores, dtype=np.int64), np.zeros(5, dtype=np.int64)
+        starts = [int(v[st.SC.NOW]) for v in views]
+        while True:
+            _core.run_cores(self.S, self.layout.fixed_words, self.pt, self.frames, ops, data,
+                            sites, res, begin, pos, out)
+            status, k, i = int(out[0]), int(out[4]), int(out[1])
+            if status == st.ST_OK:
+                break
+            views = [self.core_state(c) for c in range(self.cores)]
+            op = programs[k].core_ops()[i]
+            if status == st.ST_NEED_PAGES:
+                try:
+                    self.pt, self.frames = grow(self.S, self.pt, self.frames, int(out[2]),
+                                                int(out[3]), self.memory_limit_bytes)
+                    continue
+                except MemoryLimit as e:
+                    for v in views:
+                        _pipeline.finish(v)
+                    raise MemoryLimitFault(
+                        "functional memory limit", i, self.site_names[int(views[k][st.SC.SITE])],
+                        int(op[COL_ADDR]), f"core {k}: {Op(int(op[COL_OP])).name} of "
+                        f"{int(op[COL_SIZE])} bytes: {e}") from None
+            for v in views:
+                _pipeline.finish(v)
+            raise fault(status, i, self.site_names[int(views[k][st.SC.SITE])], int(out[2]),
+                        f"core {k}'s {Op(int(op[COL_OP])).name}")
+        views = [self.core_state(k) for k in range(self.cores)]
+        if max(v[MS.PQ_COUNT] for v in views) > PQ_ENTRIES:
+            raise RuntimeError("internal error: persistence queue overflow in one op")
+        ends = [int(_pipeline.finish(v)) if drain else int(v[st.SC.NOW]) for v in views]
+        hz = self.freq_ghz * 1e9
+        per = [RunResult(cycles=e - s, seconds=(e - s) / hz, ops=len(p),
+                         undone=u if c[2] else None)
+               for e, s, p, u, c in zip(ends, starts, programs, undone, checks)]
+        cycles = max(ends) - min(starts)
+        return CoresResult(cycles=cycles, seconds=cycles / hz, ops=sum(map(len, programs)),
+                           cores=per)
 
     # ------------------------------------------------------------------ memory
     def run_rounds(self, programs, repeat):
@@ -472,26 +567,39 @@ class Machine:
         cycle count in stats() is the machine's time, not a counter, and is not reset
         (RunResult.cycles gives one run's own cycles)."""
         self.S[self.layout.where(self.S, "counter", "mark")] = 0   # the words of those roles
-        hot.init_sections(self.layout, self.S, int(self.S[MT.HOT_CAP]))   # its lines, too
+        for k in range(self.cores):   # the hot-line tables' lines, too
+            hot.init_sections(self.layout, self.core_state(k), int(self.S[MT.HOT_CAP]))
 
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles: an emu.frames.Stats,
-        a dict with to_frame()."""
+        a dict with to_frame(). With several cores the levels' and sites' counters are the
+        cores' sums, and "cores" holds each core's levels and sites."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
-        levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, view("ccnt")[i])))
-                  for i, n in enumerate(self.level_names)}
-        for d in levels.values():
-            d["hits"] = d["load_hits"] + d["store_hits"]
-            d["misses"] = d["load_misses"] + d["store_misses"]
+        per_core = [self._core_counters(self.core_state(k)) for k in range(self.cores)]
+        levels, sites = per_core[0] if self.cores == 1 else (
+            {n: {c: sum(p[i][n][c] for p in per_core) for c in d}
+             for n, d in per_core[0][i].items()} for i in range(2))
         kinds = [self.profile.values["media"][n]["kind"] for n in self.media_names]
         media = {n: {c: int(view("mcnt")[i, k]) for k, c in md.counter_names(kinds[i])}
                  for i, n in enumerate(self.media_names)}
         regions = {n: dict(zip(mm.REGION_COUNTER_NAMES, map(int, view("region_ctr")[i])))
                    for i, n in enumerate(self.region_names)}
-        sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, view("site_ctr")[i])))
+        out = Stats(cycles=self.cycles, seconds=self.cycles / (self.freq_ghz * 1e9),
+                    levels=levels, media=media, regions=regions, sites=sites)
+        if self.cores > 1:
+            out["cores"] = [{"levels": lv, "sites": s} for lv, s in per_core]
+        return out
+
+    def _core_counters(self, S_k):
+        """(levels, sites): the counters of the core whose view is S_k."""
+        levels = {n: dict(zip(cm.COUNTER_NAMES, map(int, self.layout.view(S_k, "ccnt")[i])))
+                  for i, n in enumerate(self.level_names)}
+        for d in levels.values():
+            d["hits"] = d["load_hits"] + d["store_hits"]
+            d["misses"] = d["load_misses"] + d["store_misses"]
+        sites = {n: dict(zip(st.SITE_COUNTER_NAMES, map(int, self.layout.view(S_k, "site_ctr")[i])))
                  for i, n in enumerate(self.site_names)}
-        return Stats(cycles=self.cycles, seconds=self.cycles / (self.freq_ghz * 1e9),
-                     levels=levels, media=media, regions=regions, sites=sites)
+        return levels, sites
 
     def run_profile(self):
         """emu.profiler.RunProfile of what this machine ran since it was made or reset_stats():
@@ -508,15 +616,15 @@ class Machine:
         h = h or hashlib.sha256()
         derived = self.layout.where(self.S, "derived")
         for name in sorted(self.layout.shapes):
-            v = self.layout.view(self.S, name)
+            parts = self.layout.indices(name)   # every core's copy
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
-                v = v[:len(self.site_names)]
-            off = self.layout.offsets[name]
-            d = derived[(derived >= off) & (derived < off + v.size)] - off
-            if len(d) == v.size:
+                parts = [p[:len(self.site_names)] for p in parts]
+            idx = np.concatenate([p.reshape(-1) for p in parts])
+            idx = idx[~np.isin(idx, derived)]
+            if not len(idx):
                 continue
             h.update(name.encode())
-            h.update(np.delete(v.reshape(-1), d).tobytes() if len(d) else v.tobytes())
+            h.update(self.S[idx].tobytes())
         return h.hexdigest()
 
     def cache_contents(self, level):

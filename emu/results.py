@@ -81,6 +81,17 @@ class RunResult:
         return left if r.kind == "left" else (-EFAULT if left else 0)
 
 
+@dataclass
+class CoresResult:
+    """Machine.run of one program per core: the cycles from the earliest core's start to the
+    last one's end, their seconds, the ops of all, and each core's RunResult (its own start
+    to its end)."""
+    cycles: int
+    seconds: float
+    ops: int
+    cores: list
+
+
 class CrashImage:
     """Bytes of the persistent regions after a simulated power failure (Machine.crash)."""
 

@@ -5,7 +5,7 @@ variable sections (EH), then tp and sc at fixed absolute offsets, so compiled co
 S[TP.ROB] or S[SC.NOW]. Python converts the profile (ns, GB/s) into cycles once, before
 any program runs (emu.state_setup).
 """
-from memmodel.layout import EXACT, HEAD, MM, TOTAL, Block, clock, fields, mark
+from memmodel.layout import EXACT, HEAD, MM, PRIVATE, TOTAL, Block, clock, fields, mark
 
 EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR BPRED", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
@@ -20,7 +20,7 @@ _SC = ("NOW UOP_FRAC UOP_SEQ LSEQ DONE_MAX WORK_END DEP_READY ROB_HEAD ROB_COUNT
        "SITE_L1D_MISSES SITE_LLC_MISSES SITE_MEDIA_READS SITE_MEDIA_WRITES "
        "SITE_L1D_STORE_MISSES SITE_LLC_STORE_MISSES SITE_L1D_PENDING SITE_LLC_PENDING "
        "SITE_LOADS SITE_STORES BP_HIST")
-EMU = Block(EH, (("tp", len(_TP.split())), ("sc", len(_SC.split()))))
+EMU = Block(EH, (("tp", len(_TP.split()), PRIVATE), ("sc", len(_SC.split()), PRIVATE)))
 TP = fields("TP", _TP, start=EMU.at("tp"))
 SC = fields("SC", _SC, start=EMU.at("sc"))
 # the roles of sc's words (memmodel.layout)

@@ -1,23 +1,25 @@
 """The core's sections (emu.state) declared with their roles and set from the profile's
 [core] and [instr] tables: Python only, out of the compiled modules."""
 from emu.state import EH, N_SCOUNT, SC, SC_ROLES, TP
-from memmodel.layout import COUNTER, EXACT, ring
+from memmodel.layout import COUNTER, EXACT, PRIVATE, ring
 from memmodel.media import FP
 
 
 def add_sections(layout, values, n_sites):
     core = values["core"]
-    layout.add("tp", len(TP), EXACT)
-    layout.add("sc", len(SC), SC_ROLES, signature=True)
+    # all the core's own: its parameters, scalars, window, store buffer, sites' counters and
+    # branch predictor
+    layout.add("tp", len(TP), EXACT, share=PRIVATE)
+    layout.add("sc", len(SC), SC_ROLES, share=PRIVATE, signature=True)
     # the ROB's slots: one ring of four sections, on their clocks
     for name, c in (("rob_seq", "uops"), ("rob_lseq", "loads"), ("rob_done", "cycles"),
                     ("rob_ops", None)):
-        layout.add(name, core["rob_entries"], ring(SC.ROB_HEAD, c))
-    layout.add("sb", core["store_buffer_entries"], ring(SC.SB_HEAD, "cycles"))
-    layout.add("site_ctr", (n_sites, N_SCOUNT), COUNTER)
+        layout.add(name, core["rob_entries"], ring(SC.ROB_HEAD, c), share=PRIVATE)
+    layout.add("sb", core["store_buffer_entries"], ring(SC.SB_HEAD, "cycles"), share=PRIVATE)
+    layout.add("site_ctr", (n_sites, N_SCOUNT), COUNTER, share=PRIVATE)
     # the branch predictor's 2-bit counters (emu._speculation); model state, as the caches'
     # contents: reset_stats() leaves them, state_hash() covers them
-    layout.add("bpred", core["branch_predictor_entries"], EXACT)
+    layout.add("bpred", core["branch_predictor_entries"], EXACT, share=PRIVATE)
 
 
 def init_sections(S, values, smap):

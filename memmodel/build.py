@@ -34,3 +34,10 @@ def build(layout, values, regions, *, functional, node, seed, hot_lines, backgro
     pt, frames = mm.init_sections(layout, S, regions, {n: i for i, n in enumerate(media_names)},
                                   {n: values["media"][n]["persistence"] for n in media_names})
     return S, pt, frames
+
+
+def spread(layout, S):
+    """Every core's private state as core 0's, set up by build() and the other blocks'
+    owners: copied, the shared cache level pointed at from each core's view."""
+    layout.spread(S)
+    cm.spread(layout, S)

@@ -33,6 +33,19 @@ numbered in S, as its enum numbers them); a section whose
 words' roles depend on the machine (a cache level's stamps, a channel's queue) declares a
 function (layout, S) -> [(flat indices, role)] (the rest EXACT; a ring's indices shaped
 (slots, words per slot)).
+
+Cores: every section also declares its share, by what the hardware shares: PRIVATE (one
+copy per core: its window, store buffer, WC and fill buffers, L1D and L2, prefetchers,
+counters) or SHARED (one copy: the LLC's blocks, the media, the memory map). With N cores
+S is one buffer B = [core 0's fixed words | core 1's | ... | the variable sections], a
+private variable section as N copies one after another, and core k runs on its view
+S_k = B[k * F:] (Layout.core; F = the fixed words, the blocks' end): its fixed sections lie at
+the same constant offsets as core 0's, and its header slots hold the offsets, in its view,
+of its own copies and of the shared sections. A private section may end in words that the
+cores share (`shared_words`: the last cache level's part of the cache sections): its copies
+are then followed by those words once, and a core reaches them at the same distance from
+its copy in every such section (Layout.tail_at). One core's B is the layout of S before
+there were cores.
 """
 from collections import namedtuple
 from enum import IntEnum
@@ -61,6 +74,9 @@ DERIVED = Role("derived")
 EXACT = Role("exact")
 HEAD = Role("head")
 
+PRIVATE = "private"   # a section's share: one copy per core
+SHARED = "shared"     # one copy the cores share
+
 
 def fields(name, names, start=0):
     """The IntEnum of the fields `names` (space-separated) of a row, numbered from `start`."""
@@ -69,13 +85,17 @@ def fields(name, names, start=0):
 
 class Block:
     """`header`: an IntEnum whose members name the block's variable sections (lower case) and
-    are their header slots; `fixed`: (name, words) of its fixed sections, placed after it."""
+    are their header slots; `fixed`: (name, words, share) of its fixed sections, placed after
+    it: PRIVATE, as compiled code reads them at constant offsets in every core's view."""
 
     def __init__(self, header, fixed):
         self.slots = {m.name.lower(): int(m) for m in header}
         pos = int(max(header)) + 1
         self.fixed = {}
-        for name, words in fixed:
+        for name, words, share in fixed:
+            if share != PRIVATE:
+                raise ValueError(f"fixed state section {name!r} is {share!r}: a fixed section "
+                                 f"lies at one offset in every core's view, so {PRIVATE!r}")
             self.fixed[name] = (pos, words)
             pos += words
         self.end = pos
@@ -116,8 +136,8 @@ _MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG 
 _MS = ("MEM_STAMP SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
        "MEDIA_READS MEDIA_WRITES L1D_STORE_MISSES LLC_STORE_MISSES L1D_PENDING LLC_PENDING "
        "L1D_MISS_END LLC_MISS_END TAG HOT_USED HOT_DROPPED")
-MM = Block(MH, (("memo", len(MEMO)), ("lv", LV_ROWS * len(LV)), ("mt", len(_MT.split())),
-                ("ms", len(_MS.split()))))
+MM = Block(MH, (("memo", len(MEMO), PRIVATE), ("lv", LV_ROWS * len(LV), PRIVATE),
+                ("mt", len(_MT.split()), PRIVATE), ("ms", len(_MS.split()), PRIVATE)))
 MEMO_AT = MM.at("memo")
 LV_AT = MM.at("lv")
 MT = fields("MT", _MT, start=MM.at("mt"))
@@ -148,15 +168,19 @@ def _zeros_on_line(n):
 
 
 class Layout:
-    """Named sections of S over `blocks` (memmodel's, then emu's); `build()` allocates S and
-    writes the header."""
+    """Named sections of S over `blocks` (memmodel's, then emu's) for `cores` cores;
+    `build()` allocates S and writes every core's header."""
 
-    def __init__(self, *blocks):
+    def __init__(self, *blocks, cores=1):
         self.blocks = blocks
+        self.cores = cores
+        self.fixed_words = blocks[-1].end   # F: the words before the variable sections, per core
         self.shapes = {}
         self.on_line = set()
         self.roles = {}
         self.signature = {}
+        self.share = {}
+        self.shared_words = {}
         self._words = None
 
     def _block_of(self, name):
@@ -165,42 +189,91 @@ class Layout:
                 return b
         raise KeyError(f"unknown state section {name!r}")
 
-    def add(self, name, shape, role, on_line=False, signature=()):
+    def add(self, name, shape, role, *, share, on_line=False, signature=(), shared_words=0):
         """Declare section `name` of `shape` and its words' `role` (a Role, a dict of its
-        fields' or a function: the module docstring); `on_line`: it starts a host cache
+        fields' or a function: the module docstring) and `share` (PRIVATE or SHARED: the
+        module docstring); `shared_words`: of a PRIVATE section of one dimension, its last
+        words that the cores share; `on_line`: it starts a host cache
         line (its rows of 8 words then lie one to a line: memmodel.cache's sets);
         `signature`: its words in emu.fastforward's signature, a cheap first test that the
         state repeats (True: all of them, else their flat indices in the section): small
         sections that change as the program runs, so a period's signature differs from most
         others'."""
         b = self._block_of(name)
-        self.roles[name] = role
-        self.signature[name] = signature
         shape = tuple(int(x) for x in np.atleast_1d(shape))
+        if share not in (PRIVATE, SHARED):
+            raise ValueError(f"state section {name!r}: share is {share!r}, not {PRIVATE!r} "
+                             f"(a copy per core) or {SHARED!r}")
+        if name in b.fixed and share != PRIVATE:
+            raise ValueError(f"state section {name!r} is fixed, so {PRIVATE!r}")
+        if shared_words and (share != PRIVATE or len(shape) != 1
+                             or not 0 <= shared_words <= shape[0]):
+            raise ValueError(f"state section {name!r}: {shared_words} shared words need a "
+                             f"private section of one dimension at least that long")
         if name in b.fixed and int(np.prod(shape)) > b.fixed[name][1]:
             raise ValueError(f"state section {name!r} holds at most {b.fixed[name][1]} fields")
+        self.roles[name] = role
+        self.signature[name] = signature
+        self.share[name] = share
+        self.shared_words[name] = int(shared_words)
         self.shapes[name] = shape
         if on_line:
             self.on_line.add(name)
 
     def build(self):
-        offsets = {}
-        pos = self.blocks[-1].end
+        """S (every core's view's header written; the sections zero)."""
+        n, f = self.cores, self.fixed_words
+        offsets, stride = {}, {}
+        pos = n * f
         for b in self.blocks:
             for name, (at, _) in b.fixed.items():
-                offsets[name] = at
+                offsets[name], stride[name] = at, f
             for name in b.slots:
                 if name in self.on_line:
                     pos += -pos % LINE_WORDS
+                size = int(np.prod(self.shapes.get(name, (0,))))
                 offsets[name] = pos
-                pos += int(np.prod(self.shapes.get(name, (0,))))
+                # the distance from one core's copy to the next's (0: one copy)
+                stride[name] = (0 if self.share.get(name, SHARED) == SHARED
+                                else size - self.shared_words[name])
+                pos += size + (n - 1) * stride[name]
         S = _zeros_on_line(pos)
         self._words = None
-        for b in self.blocks:
-            for name, slot in b.slots.items():
-                S[slot] = offsets[name]
-        self.offsets = offsets
+        for k in range(n):
+            for b in self.blocks:
+                for name, slot in b.slots.items():
+                    S[k * f + slot] = offsets[name] + k * (stride[name] - f)
+        self.offsets, self.stride, self.size = offsets, stride, pos
         return S
+
+    def core(self, S, k):
+        """Core k's view of S (the buffer build() made)."""
+        if not 0 <= k < self.cores:
+            raise ValueError(f"core {k}: this machine has cores 0 to {self.cores - 1}")
+        return S[k * self.fixed_words:]
+
+    def _core_of(self, S):
+        """The core whose view S is (the whole buffer: core 0's)."""
+        return (self.size - len(S)) // self.fixed_words
+
+    def tail_at(self, S, name):
+        """The offset, from the copy of section `name` in view S, of its shared words."""
+        k = self._core_of(S)
+        return (self.cores - k) * self.stride[name]
+
+    def spread(self, S):
+        """Copy core 0's private words (set up as one core's) to every other core's copy; its
+        header slots stay each core's own."""
+        f = self.fixed_words
+        for b in self.blocks:
+            for name, (at, words) in b.fixed.items():
+                for k in range(1, self.cores):
+                    S[k * f + at:k * f + at + words] = S[at:at + words]
+        for name, d in self.stride.items():
+            if d and name not in self._block_of(name).fixed:
+                off = self.offsets[name]
+                for k in range(1, self.cores):
+                    S[off + k * d:off + (k + 1) * d] = S[off:off + d]
 
     def signature_words(self):
         """The flat indices in S of the words the sections put in the signature (add)."""
@@ -210,31 +283,58 @@ class Layout:
                               [np.zeros(0, int)])
 
     def words(self, S):
-        """[(flat indices into S, Role)] of every word of every section, in the order the
-        sections were added; a word its section's function does not name is EXACT. The
-        functions read parameters set up with S (a level's policy, a media's queue): the
-        first call after build() must come once S is set up, and is kept until the next."""
+        """[(flat indices into S, Role)] of every word of every section (every core's copy),
+        in the order the sections were added; a word its section's function does not name
+        is EXACT. The functions read parameters set up with S (a level's policy, a media's
+        queue): the first call after build() must come once S is set up, and is kept until
+        the next."""
         if self._words is not None:
             return self._words
         out = self._words = []
         for name, role in self.roles.items():
-            off, size = self.offsets[name], int(np.prod(self.shapes[name]))
-            if isinstance(role, Role):   # shaped as the section's rows (a ring's slots)
-                rows = self.shapes[name] if len(self.shapes[name]) > 1 else (-1, 1)
-                out.append((np.arange(off, off + size).reshape(rows), role))
-                continue
-            if isinstance(role, dict):   # a fixed section's fields are numbered in S
-                if len(role) != size:
-                    raise ValueError(f"state section {name!r}: roles of {len(role)} of its "
-                                     f"{size} fields declared")
-                base = 0 if name in self._block_of(name).fixed else off
-                parts = [(np.array([base + int(f)]), r) for f, r in role.items()]
-            else:
-                parts = role(self, S)
-            named = np.zeros(size, dtype=bool)
-            for idx, _ in parts:
-                named[np.asarray(idx).reshape(-1) - off] = True
-            out += parts + [(off + np.flatnonzero(~named), EXACT)]
+            parts = self._parts(S, name, role)
+            out += parts + self._other_cores(name, parts)
+        return out
+
+    def _parts(self, S, name, role):
+        """words() of core 0's copy of section `name` (and its shared words)."""
+        off, size = self.offsets[name], int(np.prod(self.shapes[name]))
+        own = np.concatenate([i.reshape(-1) for i in self.indices(name)[:1] +
+                              self.indices(name)[self.cores:]])   # ascending
+        if isinstance(role, Role):   # shaped as the section's rows (a ring's slots)
+            rows = self.shapes[name] if len(self.shapes[name]) > 1 else (-1, 1)
+            return [(own.reshape(rows), role)]
+        if isinstance(role, dict):   # a fixed section's fields are numbered in S
+            if len(role) != size:
+                raise ValueError(f"state section {name!r}: roles of {len(role)} of its "
+                                 f"{size} fields declared")
+            base = 0 if name in self._block_of(name).fixed else off
+            parts = [(np.array([base + int(f)]), r) for f, r in role.items()]
+        else:
+            parts = role(self, S)
+        named = np.zeros(size, dtype=bool)
+        for idx, _ in parts:
+            named[np.searchsorted(own, np.asarray(idx).reshape(-1))] = True
+        return parts + [(own[~named], EXACT)]
+
+    def _other_cores(self, name, parts):
+        """`parts` (core 0's words of section `name`) for cores 1 and on: moved to their copy,
+        their ring heads to their fixed words; the shared words left out."""
+        d, f = self.stride[name], self.fixed_words
+        if not d or self.cores == 1:
+            return []
+        own_end = self.offsets[name] + d
+        out = []
+        for k in range(1, self.cores):
+            for idx, role in parts:
+                idx = np.asarray(idx)
+                if self.shared_words[name]:
+                    idx = idx.reshape(-1)
+                    idx = idx[idx < own_end]
+                head = role.head
+                if isinstance(head, (int, np.integer)):
+                    role = role._replace(head=int(head) + k * f)
+                out.append((idx + k * d, role))
         return out
 
     def where(self, S, *kinds):
@@ -242,18 +342,37 @@ class Layout:
         parts = [np.asarray(i).reshape(-1) for i, r in self.words(S) if r.kind in kinds]
         return np.unique(np.concatenate(parts + [np.zeros(0, dtype=np.int64)]))
 
+    def indices(self, name):
+        """The flat indices in S of section `name`'s words: [core 0's copy, core 1's, ...,
+        its shared words] (one array for a shared section), each shaped as its words."""
+        off, shape, d = self.offsets[name], self.shapes.get(name, (0,)), self.stride[name]
+        size, tail = int(np.prod(shape)), self.shared_words.get(name, 0)
+        if not d:
+            return [np.arange(off, off + size).reshape(shape)]
+        own = [np.arange(off + k * d, off + k * d + size - tail).reshape(
+            shape if not tail else (-1,)) for k in range(self.cores)]
+        return own + ([np.arange(off + self.cores * d, off + self.cores * d + tail)]
+                      if tail else [])
+
     def view(self, S, name):
-        off = self.offsets[name]
+        """Section `name` in S, the buffer or a core's view of it (its own copy); a section
+        with shared words: from its copy to the end of those (tail_at)."""
+        k = self._core_of(S)
+        off = self.offsets[name] + k * (self.stride[name] - self.fixed_words)
         shape = self.shapes.get(name, (0,))
+        if self.shared_words.get(name, 0):
+            return S[off:off + self.tail_at(S, name) + self.shared_words[name]]
         return S[off:off + int(np.prod(shape))].reshape(shape)
 
     def resized(self, S, name, shape):
         """A new S in which section `name` has `shape` (rows kept, new rows zero)."""
-        old = {n: self.view(S, n).copy() for n in self.shapes}
-        self.add(name, shape, self.roles[name])
+        old = {(n, k): self.view(self.core(S, k), n).copy() for n in self.shapes
+               for k in range(self.cores)}
+        self.add(name, shape, self.roles[name], share=self.share[name],
+                 signature=self.signature[name], shared_words=self.shared_words[name])
         S2 = self.build()
-        for n, arr in old.items():
-            dst = self.view(S2, n)
+        for (n, k), arr in old.items():
+            dst = self.view(self.core(S2, k), n)
             if n == name:
                 dst[:len(arr)] = arr[:len(dst)]
             else:

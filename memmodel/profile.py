@@ -74,6 +74,9 @@ _CORE = {
     "branch_counter_init": (_INT, True, 0, 3),
     # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
     "cpu_features": (_LIST, False, CPU_FEATURES),
+    # the cores a socket has, each a copy of the core's state (Machine(cores=N) up to it);
+    # optional: a profile without it has one core
+    "cores_per_socket": (_INT, True, 1, 1024),
 }
 # A level of 1 GiB (more than any LLC a core sees) is 16 Mi blocks, 512 MiB of the four
 # per-block sections of memmodel.cache; a set is scanned way by way.
@@ -440,7 +443,8 @@ def _validate(raw, fname):
     if not isinstance(head.get("description"), str):
         raise ProfileError(f"{fname}: profile.description: missing (one line saying what machine this is)")
     v = {"profile": {"description": head["description"]}}
-    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources, transfers)
+    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources, transfers,
+                             optional=("cores_per_socket",))
     caches = raw.get("cache", {})
     if not isinstance(caches, dict) or not caches:
         raise ProfileError(f"{fname}: cache: needs at least [cache.l1d]")

@@ -8,7 +8,7 @@ import numpy as np
 
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
-from memmodel.layout import COUNTER, EXACT, MS, MS_ROLES, MT, clock, ring
+from memmodel.layout import COUNTER, EXACT, MS, MS_ROLES, MT, PRIVATE, SHARED, clock, ring
 from memmodel.memory import N_RCOUNT, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
@@ -29,14 +29,17 @@ def _wc_roles(layout, S):
 
 def add_sections(layout, values, n_regions):
     core = values["core"]
-    layout.add("mt", len(MT), EXACT)
-    layout.add("ms", len(MS), MS_ROLES, signature=True)
-    layout.add("lfb", core["lfb_entries"], clock("cycles"), signature=True)
-    layout.add("sq", l2_miss_entries(values), clock("cycles"), signature=True)
-    layout.add("wc", (core["wc_buffers"], N_WC), _wc_roles, signature=True)
-    layout.add("region_ctr", (n_regions, N_RCOUNT), COUNTER)
-    layout.add("pq", (PQ_ENTRIES, N_PQ), EXACT)
-    layout.add("pend", (SNAPSHOTS, N_PE), ring(MS.PEND_HEAD, None))
+    # per core: the switches (a copy each), the scalars, the fill buffers, the L2's miss
+    # entries, the WC buffers, and the persistence queue and pending ring (an op's and a
+    # fence's own); shared: the regions' counts of media traffic, as the media's
+    layout.add("mt", len(MT), EXACT, share=PRIVATE)
+    layout.add("ms", len(MS), MS_ROLES, share=PRIVATE, signature=True)
+    layout.add("lfb", core["lfb_entries"], clock("cycles"), share=PRIVATE, signature=True)
+    layout.add("sq", l2_miss_entries(values), clock("cycles"), share=PRIVATE, signature=True)
+    layout.add("wc", (core["wc_buffers"], N_WC), _wc_roles, share=PRIVATE, signature=True)
+    layout.add("region_ctr", (n_regions, N_RCOUNT), COUNTER, share=SHARED)
+    layout.add("pq", (PQ_ENTRIES, N_PQ), EXACT, share=PRIVATE)
+    layout.add("pend", (SNAPSHOTS, N_PE), ring(MS.PEND_HEAD, None), share=PRIVATE)
 
 
 def init_sections(layout, S, values, functional, node):

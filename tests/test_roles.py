@@ -6,7 +6,7 @@ import pytest
 
 from emu import Machine, fastforward
 from emu.state import SC, SC_ROLES
-from memmodel.layout import EXACT, MM, MS, MS_ROLES, Layout, Role
+from memmodel.layout import EXACT, MM, MS, MS_ROLES, SHARED, Layout, Role
 
 PROFILES = ["skylake-ddr4", "cascadelake-optane", "haswell-nvdimm-n"]
 KINDS = ("clock", "ring", "head", "counter", "total", "mark", "derived", "exact")
@@ -36,7 +36,7 @@ def test_the_scalar_tables_name_every_field():
 
 def test_a_fields_table_missing_a_field_is_refused():
     lay = Layout(MM)
-    lay.add("mglob", 3, {0: EXACT, 1: EXACT})
+    lay.add("mglob", 3, {0: EXACT, 1: EXACT}, share=SHARED)
     S = lay.build()
     with pytest.raises(ValueError, match="mglob"):
         lay.words(S)

@@ -4,7 +4,7 @@ import numpy as np
 
 from memmodel.cache import INVALID, N_COUNTERS, N_LV
 from memmodel.jit import reciprocal_bits
-from memmodel.layout import COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, clock
+from memmodel.layout import COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, PRIVATE, clock
 from memmodel.policies import level_policy, packed, stamped
 from memmodel.policies.lru import first_order
 
@@ -40,23 +40,32 @@ def add_sections(layout, levels):
     if len(levels) > LV_ROWS:
         raise ValueError(f"at most {LV_ROWS} cache levels are modelled, not {len(levels)}")
     total = sum(lv["size_bytes"] // 64 for lv in levels)
-    layout.add("memo", len(MEMO), DERIVED)
-    layout.add("lv", (len(levels), N_LV), _lv_roles, signature=True)
+    layout.add("memo", len(MEMO), DERIVED, share=PRIVATE)
+    # each core's level table: its shared level's BASE is the distance to the shared blocks
+    layout.add("lv", (len(levels), N_LV), _lv_roles, share=PRIVATE, signature=True)
     for name, role in (("tags", EXACT), ("repl", _repl_roles), ("ready", clock("cycles")),
                        ("flags", EXACT)):   # a set of 8 ways is one host line
-        layout.add(name, total, role, on_line=True)
-    layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER)
+        layout.add(name, total, role, share=PRIVATE, on_line=True,
+                   shared_words=_shared_blocks(levels))
+    layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER, share=PRIVATE)   # by the core counting
+
+
+def _shared_blocks(levels):
+    """The blocks of the level the cores share: the last, below a private one."""
+    last = levels[-1]
+    return last["size_bytes"] // 64 if len(levels) > 1 else 0
 
 
 def init_sections(layout, S, levels, seed=0):
     lv = layout.view(S, "lv")
     base = 0
+    shared = len(levels) - 1 if _shared_blocks(levels) else None
     for i, lvl in enumerate(levels):
         sets = lvl["size_bytes"] // (64 * lvl["ways"])
         lv[i, LV.SETS] = sets
         lv[i, LV.MASK] = sets - 1 if sets & (sets - 1) == 0 else -1
         lv[i, LV.WAYS] = lvl["ways"]
-        lv[i, LV.BASE] = base
+        lv[i, LV.BASE] = layout.tail_at(S, "tags") if i == shared else base
         lv[i, LV.HIT] = lvl["hit_cycles"]
         lv[i, LV.POLICY] = level_policy(lvl["policy"], lvl["ways"], i)
         # xorshift must not start at 0; distinct per level, fixed by the seed
@@ -69,6 +78,16 @@ def init_sections(layout, S, levels, seed=0):
                 first_order(lvl["ways"])
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
+
+
+def spread(layout, S):
+    """Point every core's shared level (its lv row's BASE) at the shared blocks, once S's
+    private words are copied from core 0 (Layout.spread)."""
+    lv = layout.view(S, "lv")
+    if layout.shared_words["tags"]:
+        for k in range(1, layout.cores):
+            S_k = layout.core(S, k)
+            layout.view(S_k, "lv")[len(lv) - 1, LV.BASE] = layout.tail_at(S_k, "tags")
 
 
 

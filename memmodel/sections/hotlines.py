@@ -3,7 +3,7 @@ emptied, at build and by Machine.reset_stats."""
 import numpy as np
 
 from memmodel._hotlines import HL, N_HL, N_HR
-from memmodel.layout import COUNTER, MS, MT
+from memmodel.layout import COUNTER, MS, MT, PRIVATE
 
 
 def _roles(layout, S):
@@ -17,8 +17,9 @@ def _roles(layout, S):
 def add_sections(layout, entries, n_regions):
     if entries < 0 or entries & (entries - 1):
         raise ValueError(f"hot-line table entries must be a power of two, not {entries}")
-    layout.add("hot", (max(entries, 1), N_HL), _roles)
-    layout.add("hot_region", (n_regions, N_HR), COUNTER)
+    # per core, as the sites' tags and the misses it counts
+    layout.add("hot", (max(entries, 1), N_HL), _roles, share=PRIVATE)
+    layout.add("hot_region", (n_regions, N_HR), COUNTER, share=PRIVATE)
 
 
 def init_sections(layout, S, entries):

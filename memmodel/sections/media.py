@@ -6,7 +6,7 @@ from functools import partial
 import numpy as np
 
 from memmodel.jit import reciprocal_bits
-from memmodel.layout import COUNTER, EXACT, HEAD, clock, ring
+from memmodel.layout import COUNTER, EXACT, HEAD, SHARED, clock, ring
 from memmodel.media import (CH, KIND_IDS, MP, N_MCOUNTERS, N_MPARAMS, PERSISTENCE, G, cycles,
                             module, occ_fp)
 
@@ -67,11 +67,12 @@ def _chan_roles(media, layout, S):
 
 def add_sections(layout, media):
     channels, _, width = _shape(media)
-    layout.add("mp", (len(media), N_MPARAMS), EXACT)
-    layout.add("mcnt", (len(media), N_MCOUNTERS), COUNTER)
-    layout.add("chan", (channels, width), partial(_chan_roles, media))
+    # the memory side the cores share: parameters, counters, channels, the interconnect
+    layout.add("mp", (len(media), N_MPARAMS), EXACT, share=SHARED)
+    layout.add("mcnt", (len(media), N_MCOUNTERS), COUNTER, share=SHARED)
+    layout.add("chan", (channels, width), partial(_chan_roles, media), share=SHARED)
     layout.add("mglob", len(G), {G.LINK_BUSY_FP: clock("fp"),
-                                 **dict.fromkeys(list(G)[1:], EXACT)})
+                                 **dict.fromkeys(list(G)[1:], EXACT)}, share=SHARED)
 
 
 def init_sections(layout, S, media, freq_ghz, numa, background=None):

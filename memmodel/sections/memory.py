@@ -3,7 +3,7 @@ lazily allocated page table and frames, which the facade asks for when the core 
 more."""
 import numpy as np
 
-from memmodel.layout import EXACT, MH
+from memmodel.layout import EXACT, MH, SHARED
 from memmodel.media import PERSISTENCE
 from memmodel.memory import (ALLOC, CHUNK_PAGES, CHUNK_SHIFT, N_RG, NOT_MAPPED, PAGE_BYTES,
                              POISON0, PT_COLS, RESERVED_FRAMES)
@@ -14,9 +14,10 @@ def _dir_entries(r):
 
 
 def add_sections(layout, regions):
-    layout.add("reg", (len(regions), N_RG), EXACT)
-    layout.add("chunk_dir", sum(_dir_entries(r) for r in regions), EXACT)
-    layout.add("alloc", len(ALLOC), EXACT)
+    # one memory the cores share
+    layout.add("reg", (len(regions), N_RG), EXACT, share=SHARED)
+    layout.add("chunk_dir", sum(_dir_entries(r) for r in regions), EXACT, share=SHARED)
+    layout.add("alloc", len(ALLOC), EXACT, share=SHARED)
 
 
 def init_sections(layout, S, regions, media_ids, persistence):

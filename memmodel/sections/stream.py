@@ -2,7 +2,7 @@
 set to `entries` empty rows."""
 import numpy as np
 
-from memmodel.layout import clock
+from memmodel.layout import PRIVATE, clock
 from memmodel.prefetch.stream import HEAD, N_ROW, ROW
 
 
@@ -15,7 +15,7 @@ def _roles(layout, S):
 
 
 def add_sections(layout, entries):
-    layout.add("stream", (entries + 1, N_ROW), _roles,
+    layout.add("stream", (entries + 1, N_ROW), _roles, share=PRIVATE,   # a core's L2's
                signature=[HEAD.CLOCK])   # not the rows, which reorder
 
 
