@@ -66,7 +66,8 @@ print(json.dumps({"entries": entries, "functions": own, "first_run_s": first,
 
 
 def workload():
-    """Every op kind on the shipped profiles' media kinds, a fault, poison and a crash."""
+    """Every op kind on the shipped profiles' media kinds, the scheduler of one program per
+    core, a fault, poison and a crash."""
     from emu import Machine, UnmappedAccess
     from isa import Op, Program
     m = Machine("cascadelake-optane")
@@ -83,6 +84,7 @@ def workload():
         p.load(d + 512)
     p.load(d + 16384).load_indexed(d, 64, 1)
     m.run(p)
+    m.run([Program().load(d)])   # the scheduler of one program per core
     m.poison(pm + 4096)
     try:
         m.run(Program().load(pm + 4096))
