@@ -131,8 +131,10 @@ SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP", start=0)
 # core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
 # memmodel.prefetch) and the stream
 # prefetcher's reach, the numbers of line fill buffers, L2 miss entries (0: no L2) and
-# write-combining buffers, the entries of the hot-line table (0: none kept).
-_MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC HOT_CAP"
+# write-combining buffers, the entries of the hot-line table (0: none kept), the first of
+# the reserved frames that hold the core's pending snapshots (memmodel.memory).
+_MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
+       "HOT_CAP SNAPSHOT_FRAME")
 # ms: the core's scalars of the memory side: whether accesses are transient, the persistence queue's count and the pending ring's head and count, when the
 # last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
 # write is accepted (MEM_END), running totals of the events sites count (with the end of
