@@ -36,7 +36,8 @@ function (layout, S) -> [(flat indices, role)] (the rest EXACT; a ring's indices
 
 Cores: every section also declares its share, by what the hardware shares: PRIVATE (one
 copy per core: its window, store buffer, WC and fill buffers, L1D and L2, prefetchers,
-counters) or SHARED (one copy: the LLC's blocks, the media, the memory map). With N cores
+counters) or SHARED (one copy: the LLC's blocks, the media, the memory map, the words that
+change as the LLC and the media are used: the socket section, SK). With N cores
 S is one buffer B = [core 0's fixed words | core 1's | ... | the variable sections], a
 private variable section as N copies one after another, and core k runs on its view
 S_k = B[k * F:] (Layout.core; F = the fixed words, the blocks' end): its fixed sections lie at
@@ -125,7 +126,7 @@ MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR A
 # socket: the words the cores of a socket share that change as they run: the shared cache
 # level's random state, use stamp and empty-way count (at LV.RNG, LV.STAMP, LV.EMPTY from
 # its rows' LV.USE) and the memory side's stamp of media and WC use
-SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP", start=0)
+SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
 # cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
 # core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
