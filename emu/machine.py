@@ -175,8 +175,9 @@ class Machine:
         state_setup.init_sections(self.S, v, smap)
         spread(self.layout, self.S)
         # the core takes spare rows unasked (grow checks the limit only when they run
-        # out): no more rows than the limit, RESERVED_FRAMES (held and counted) at least
-        limit = max(mm.RESERVED_FRAMES, self.memory_limit_bytes // mm.PAGE_BYTES)
+        # out): no more rows than the limit, the cores' reserved frames (held and counted)
+        # at least
+        limit = max(mm.RESERVED_FRAMES * self.layout.cores, self.memory_limit_bytes // mm.PAGE_BYTES)
         self.frames = self.frames[:limit].copy()
         self.region_names = [r["name"] for r in regions]
         self.regions = {r["name"]: r for r in regions}

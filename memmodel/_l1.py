@@ -11,7 +11,8 @@ from memmodel import cache as cm
 from memmodel.jit import inlined, ix
 from memmodel.layout import LV, LV_AT, MEMO, MEMO_AT, MH
 
-STAMP_AT = LV_AT + LV.STAMP   # the L1's use stamp: level 0's row of the level table
+# the L1's use stamp: level 0's row of the level table (a private level uses its own row)
+STAMP_AT = LV_AT + LV.STAMP
 
 
 @inlined

@@ -7,7 +7,7 @@ counts per region; a write to a persistent region is queued for the persistence 
 from memmodel import _persist as persist
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MH, MS, MT
+from memmodel.layout import MH, MS, MT, SK
 from memmodel.media import _dispatch as media
 from memmodel.memory import N_RCOUNT, RCTR
 
@@ -31,14 +31,21 @@ def popcount(x):
 
 
 @inlined
+def next_use(S):
+    """The next stamp of media and WC use: the socket's, as the cores share the media."""
+    a = ix(S[MH.SOCKET] + SK.MEM_STAMP)
+    S[a] += 1
+    return S[a]
+
+
+@inlined
 def _write(S, r, line, mask, t, pkind):
     addr = line << 6
     if r < 0:
         r = mm.find_region(S, addr)
     nbytes = 64 if mask == FULL_MASK else popcount(mask)
-    S[MS.MEM_STAMP] += 1
     acc, ack, hold = media.write(S, mm.reg(S, r, mm.RG.MEDIA), addr, nbytes, t,
-                              mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
+                                 mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], next_use(S))
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_WRITES)] += 1
     S[MS.MEDIA_WRITES] += 1
     if acc > S[MS.MEM_END]:
@@ -70,9 +77,8 @@ def mem_read(S, line, t):
     is back."""
     addr = line << 6
     r = mm.find_region(S, addr)
-    S[MS.MEM_STAMP] += 1
     done = media.read(S, mm.reg(S, r, mm.RG.MEDIA), addr, t,
-                      mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], S[MS.MEM_STAMP])
+                      mm.reg(S, r, mm.RG.NODE) != S[MT.NODE], next_use(S))
     S[ix(S[MH.REGION_CTR] + r * N_RCOUNT + RCTR.LINE_READS)] += 1
     S[MS.MEDIA_READS] += 1
     return done

@@ -9,7 +9,7 @@ become durable in program order, and a fence never makes the durable image older
 """
 from memmodel import memory as mm
 from memmodel.jit import compiled, inlined, ix
-from memmodel.layout import MH, MS, fields
+from memmodel.layout import MH, MS, MT, fields
 
 FULL_MASK = -1   # all 64 bytes of a line
 # pq[entry, field]: write-backs of this op on their way to the persistence domain
@@ -18,7 +18,7 @@ N_PQ = len(PQ)
 PQ_ENTRIES = 256
 PK_NOW, PK_FENCED = 0, 1   # durable at once / at the next SFENCE or MFENCE
 # pend[entry, field]: write-backs that become durable at the next fence; their bytes are
-# snapshot in the reserved frames (memmodel.memory.SNAPSHOTS)
+# snapshot in the core's reserved frames (memmodel.memory.SNAPSHOTS)
 PE = fields("PE", "LINE MASK")
 N_PE = len(PE)
 
@@ -37,16 +37,16 @@ def pq_push(S, line, mask, pkind):
 
 
 @inlined
-def _snapshot_at(j):
-    """(frame, offset) of pending snapshot j in the reserved frames."""
-    return (j * 64) // mm.PAGE_BYTES, (j * 64) % mm.PAGE_BYTES
+def _snapshot_at(S, j):
+    """(frame, offset) of pending snapshot j in the core's reserved frames."""
+    return S[MT.SNAPSHOT_FRAME] + (j * 64) // mm.PAGE_BYTES, (j * 64) % mm.PAGE_BYTES
 
 
 @compiled
 def _apply_oldest_pending(S, pt, frames):
     h = S[MS.PEND_HEAD]
     o = S[MH.PEND] + N_PE * h
-    f, off = _snapshot_at(h)
+    f, off = _snapshot_at(S, h)
     mm.persist_bytes(S, pt, frames, S[ix(o + PE.LINE)], S[ix(o + PE.MASK)], f, off)
     S[MS.PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
     S[MS.PEND_COUNT] -= 1
@@ -78,7 +78,7 @@ def persist_queue(S, pt, frames, page, row):
         j = S[MS.PEND_HEAD] + S[MS.PEND_COUNT]
         if j >= mm.SNAPSHOTS:
             j -= mm.SNAPSHOTS
-        f, off = _snapshot_at(j)
+        f, off = _snapshot_at(S, j)
         mm.move(frames, f, off, src_f, src_off, 64)
         S[ix(S[MH.PEND] + N_PE * j + PE.LINE)] = line
         S[ix(S[MH.PEND] + N_PE * j + PE.MASK)] = mask
@@ -122,7 +122,7 @@ def apply_pending(S, pt, frames):
         if addr >> mm.PAGE_SHIFT != page:
             page = addr >> mm.PAGE_SHIFT
             f = mm.durable_frame_of(S, pt, addr)
-        sf, soff = _snapshot_at(h)
+        sf, soff = _snapshot_at(S, h)
         mm.durable_move(frames, f, addr & (mm.PAGE_BYTES - 1), S[ix(o + PE.MASK)], sf, soff)
         S[MS.PEND_HEAD] = h + 1 if h + 1 < mm.SNAPSHOTS else 0
         S[MS.PEND_COUNT] -= 1

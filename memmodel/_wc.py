@@ -81,8 +81,7 @@ def movnt_bytes(S, addr, size, r, now):
         now = max(now, S[ix(wc + N_WC * best + WC.BUSY)])
         slot = best
         S[ix(wc + N_WC * slot + WC.LINE)] = line
-        S[MS.MEM_STAMP] += 1
-        S[ix(wc + N_WC * slot + WC.STAMP)] = S[MS.MEM_STAMP]
+        S[ix(wc + N_WC * slot + WC.STAMP)] = mside.next_use(S)
     mask = S[ix(wc + N_WC * slot + WC.MASK)] | (
         FULL_MASK if size == 64 else ((1 << size) - 1) << (addr & 63))
     S[ix(wc + N_WC * slot + WC.MASK)] = mask

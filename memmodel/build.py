@@ -38,6 +38,8 @@ def build(layout, values, regions, *, functional, node, seed, hot_lines, backgro
 
 def spread(layout, S):
     """Every core's private state as core 0's, set up by build() and the other blocks'
-    owners: copied, the shared cache level pointed at from each core's view."""
+    owners: copied, the shared cache level pointed at from each core's view, each core's
+    pending snapshots given their own frames."""
     layout.spread(S)
     cm.spread(layout, S)
+    tables.spread(layout, S)

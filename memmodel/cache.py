@@ -46,6 +46,13 @@ def hit_cycles(S, lvl):
 
 
 @inlined
+def use_at(S, lvl):
+    """Offset in S of the row whose LV.RNG, LV.STAMP and LV.EMPTY are level `lvl`'s: its
+    own, or for the level the cores share, the socket section's (memmodel.layout.SK)."""
+    return S[ix(LV_AT + lvl * N_LV + LV.USE)]
+
+
+@inlined
 def counters_at(S, lvl):
     """Offset in S of level `lvl`'s counters (ccnt[lvl, :])."""
     return S[MH.CCNT] + lvl * N_COUNTERS
@@ -164,9 +171,9 @@ def set_flags(S, b, f):
 @inlined
 def touch(S, lvl, i0, b):
     """Replacement update for a hit on block `b` of the set starting at block `i0`."""
-    o = LV_AT + lvl * N_LV
-    S[ix(o + LV.STAMP)] += 1
-    on_hit(S, lvl, i0, b, S[ix(o + LV.STAMP)])
+    u = use_at(S, lvl)
+    S[ix(u + LV.STAMP)] += 1
+    on_hit(S, lvl, i0, b, S[ix(u + LV.STAMP)])
 
 
 @inlined
@@ -192,15 +199,15 @@ def ways(S, lvl):
 
 
 @inlined
-def _victim_way(S, o, r0, t, ways, policy):
+def _victim_way(S, u, r0, t, ways, policy):
     """The way a fill of the set takes (tags at S[t], replacement state at S[r0]) at the
-    level whose lv row is at S[o]: an invalid way while the level has any, else the
-    policy's victim."""
-    if S[ix(o + LV.EMPTY)] > 0:
+    level whose changing words are at S[u] (use_at): an invalid way while the level has
+    any, else the policy's victim."""
+    if S[ix(u + LV.EMPTY)] > 0:
         w = _first_way(S, t, ways, INVALID)
         if w >= 0:
             return w
-    return policies.victim(S, policy, r0, ways, o + LV.RNG)
+    return policies.victim(S, policy, r0, ways, u + LV.RNG)
 
 
 @inlined
@@ -210,9 +217,9 @@ def fill(S, lvl, i0, line, at, flg):
     INVALID, whether it was dirty). The level's fields and the sections' offsets are read
     once: the compiler cannot tell that the stores into S between their uses leave them."""
     o = LV_AT + lvl * N_LV
-    ways, policy = S[ix(o + LV.WAYS)], S[ix(o + LV.POLICY)]
+    ways, policy, u = S[ix(o + LV.WAYS)], S[ix(o + LV.POLICY)], S[ix(o + LV.USE)]
     r0, t = S[MH.REPL] + i0, S[MH.TAGS] + i0
-    way = _victim_way(S, o, r0, t, ways, policy)
+    way = _victim_way(S, u, r0, t, ways, policy)
     b = i0 + way
     fb = S[MH.FLAGS] + b
     c = counters_at(S, lvl)
@@ -223,13 +230,13 @@ def fill(S, lvl, i0, line, at, flg):
         if old_dirty:
             S[ix(c + CC.DIRTY_WRITEBACKS)] += 1
     else:
-        S[ix(o + LV.EMPTY)] -= 1
+        S[ix(u + LV.EMPTY)] -= 1
     S[ix(t + way)] = line
     S[ix(fb)] = flg
     S[ix(S[MH.READY] + b)] = at
     S[ix(c + CC.FILLS)] += 1
-    stamp = S[ix(o + LV.STAMP)] + 1
-    S[ix(o + LV.STAMP)] = stamp
+    stamp = S[ix(u + LV.STAMP)] + 1
+    S[ix(u + LV.STAMP)] = stamp
     policies.on_fill(S, policy, r0, ways, way, stamp)
     return b, old, old_dirty
 
@@ -239,7 +246,7 @@ def invalidate(S, lvl, b):
     """Drop block `b`; returns whether it was dirty."""
     was_dirty = S[ix(S[MH.FLAGS] + b)] & F_DIRTY
     if S[ix(S[MH.TAGS] + b)] != INVALID:
-        S[ix(LV_AT + lvl * N_LV + LV.EMPTY)] += 1
+        S[ix(use_at(S, lvl) + LV.EMPTY)] += 1
     S[ix(S[MH.TAGS] + b)] = INVALID
     S[ix(S[MH.FLAGS] + b)] = 0
     count(S, lvl, CC.INVALIDATIONS, 1)

@@ -36,7 +36,8 @@ function (layout, S) -> [(flat indices, role)] (the rest EXACT; a ring's indices
 
 Cores: every section also declares its share, by what the hardware shares: PRIVATE (one
 copy per core: its window, store buffer, WC and fill buffers, L1D and L2, prefetchers,
-counters) or SHARED (one copy: the LLC's blocks, the media, the memory map). With N cores
+counters) or SHARED (one copy: the LLC's blocks, the media, the memory map, the words that
+change as the LLC and the media are used: the socket section, SK). With N cores
 S is one buffer B = [core 0's fixed words | core 1's | ... | the variable sections], a
 private variable section as N copies one after another, and core k runs on its view
 S_k = B[k * F:] (Layout.core; F = the fixed words, the blocks' end): its fixed sections lie at
@@ -107,7 +108,9 @@ class Block:
 # memmodel's fixed sections, read on every access at constant offsets: the level table, a
 # row per cache level (memmodel.cache), and the L1 block (memmodel._l1) and the region
 # (memmodel.memory) found last (a derived cache).
-LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY RNG STAMP EMPTY INV")
+# A level's changing words (RNG STAMP EMPTY) are read at lv[level, LV.USE]: its own row's, or
+# for the level the cores share, the socket section's (SK), whose first words mirror them.
+LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY USE RNG STAMP EMPTY INV")
 MEMO = fields("MEMO", "LINE SET BLOCK REGION")
 LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 
@@ -119,21 +122,26 @@ LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
 # (memmodel._wc), per-region counters (memmodel._memside) and the way to the persistence
 # domain (memmodel._persist).
 MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR ALLOC STREAM "
-            "IP_STRIDE LFB SQ WC REGION_CTR PQ PEND HOT HOT_REGION")
+            "IP_STRIDE LFB SQ WC REGION_CTR PQ PEND HOT HOT_REGION SOCKET")
+# socket: the words the cores of a socket share that change as they run: the shared cache
+# level's random state, use stamp and empty-way count (at LV.RNG, LV.STAMP, LV.EMPTY from
+# its rows' LV.USE) and the memory side's stamp of media and WC use
+SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
 # cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
 # core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
 # memmodel.prefetch) and the stream
 # prefetcher's reach, the numbers of line fill buffers, L2 miss entries (0: no L2) and
-# write-combining buffers, the entries of the hot-line table (0: none kept).
-_MT = "LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC HOT_CAP"
-# ms: the memory side's scalars: the stamp of media and WC use, whether accesses are
-# transient, the persistence queue's count and the pending ring's head and count, when the
+# write-combining buffers, the entries of the hot-line table (0: none kept), the first of
+# the reserved frames that hold the core's pending snapshots (memmodel.memory).
+_MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
+       "HOT_CAP SNAPSHOT_FRAME")
+# ms: the core's scalars of the memory side: whether accesses are transient, the persistence queue's count and the pending ring's head and count, when the
 # last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
 # write is accepted (MEM_END), running totals of the events sites count (with the end of
 # the demand misses outstanding, *_MISS_END), the caller's tag of the accesses (its site,
 # for the hot-line table of memmodel._hotlines), its rows used and the misses it had no room for.
-_MS = ("MEM_STAMP SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
+_MS = ("SPEC PQ_COUNT PEND_HEAD PEND_COUNT WB_PENDING MEM_END L1D_MISSES LLC_MISSES "
        "MEDIA_READS MEDIA_WRITES L1D_STORE_MISSES LLC_STORE_MISSES L1D_PENDING LLC_PENDING "
        "L1D_MISS_END LLC_MISS_END TAG HOT_USED HOT_DROPPED")
 MM = Block(MH, (("memo", len(MEMO), PRIVATE), ("lv", LV_ROWS * len(LV), PRIVATE),
@@ -147,7 +155,7 @@ MS_ROLES = {
     **dict.fromkeys((MS.SPEC, MS.PQ_COUNT, MS.PEND_COUNT, MS.TAG), EXACT),
     MS.WB_PENDING: clock("cycles"), MS.MEM_END: clock("cycles"),
     MS.L1D_MISS_END: clock("cycles"), MS.LLC_MISS_END: clock("cycles"),
-    MS.MEM_STAMP: clock("mem", own=True), MS.PEND_HEAD: HEAD,
+    MS.PEND_HEAD: HEAD,
     **dict.fromkeys((MS.L1D_MISSES, MS.LLC_MISSES, MS.MEDIA_READS, MS.MEDIA_WRITES,
                      MS.L1D_STORE_MISSES, MS.LLC_STORE_MISSES, MS.L1D_PENDING,
                      MS.LLC_PENDING), TOTAL),

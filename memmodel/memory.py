@@ -24,8 +24,9 @@ POISON0 = CHUNK_PAGES      # pt[chunk, POISON0 + page]: poisoned-line mask of th
 DURABLE0 = 2 * CHUNK_PAGES  # pt[chunk, DURABLE0 + page]: frame of the page's durable image
 PT_COLS = 3 * CHUNK_PAGES
 NOT_MAPPED = -1
-# Frames 0 .. RESERVED_FRAMES-1 are not pages: they hold the snapshots of write-backs that
-# are on their way to the persistence domain (64 bytes each, see memmodel._persist).
+# Frames 0 .. cores x RESERVED_FRAMES - 1 are not pages: they hold the snapshots of
+# write-backs that are on their way to the persistence domain (64 bytes each, see
+# memmodel._persist), RESERVED_FRAMES a core from its mt SNAPSHOT_FRAME.
 SNAPSHOTS = 1024
 RESERVED_FRAMES = SNAPSHOTS * 64 // PAGE_BYTES
 # reg[r, RG.PERSIST]: the index in PERSISTENCE; compiled code tests these two

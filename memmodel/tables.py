@@ -9,7 +9,7 @@ import numpy as np
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
 from memmodel.layout import COUNTER, EXACT, MS, MS_ROLES, MT, PRIVATE, SHARED, clock, ring
-from memmodel.memory import N_RCOUNT, SNAPSHOTS
+from memmodel.memory import N_RCOUNT, RESERVED_FRAMES, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
 
@@ -62,3 +62,10 @@ def init_sections(layout, S, values, functional, node):
     for k, v in mt.items():
         S[k] = v
     layout.view(S, "wc")[:, WC.LINE] = -1
+
+
+def spread(layout, S):
+    """Core k's pending snapshots in its own reserved frames, once S's private words are
+    copied from core 0's (Layout.spread): a fence applies the bytes its core snapshot."""
+    for k in range(layout.cores):
+        layout.core(S, k)[MT.SNAPSHOT_FRAME] = k * RESERVED_FRAMES

@@ -10,7 +10,7 @@ from emu.limits import check_machine_args
 from isa import Program
 from memmodel import cache as cm
 from memmodel import memory as mm
-from memmodel.layout import EXACT, LV, LV_AT, MH, MM, PRIVATE, SHARED, Layout
+from memmodel.layout import EXACT, LV, LV_AT, MH, MM, PRIVATE, SHARED, SK, Layout
 
 # broadwell-ddr4: 32 KiB L1D and 256 KiB L2 per core, a 55 MiB inclusive L3 the cores share
 L1_BLOCKS, L2_BLOCKS = 32768 // 64, 262144 // 64
@@ -236,3 +236,71 @@ def test_a_fault_names_the_core_and_op():
     with pytest.raises(UnmappedAccess, match="core 1's LOAD") as e:
         m.run([Program().load(0x1000), Program().work(5).load(1 << 40)])
     assert e.value.op_index == 1 and e.value.addr == 1 << 40   # in core 1's program
+
+
+# ---------------------------------------------------------------- the words the cores share
+def _on_core(m, k, program):
+    """Run `program` on core k alone (the other cores' programs empty)."""
+    programs = [Program() for _ in range(m.cores)]
+    programs[k] = program
+    m.run(programs)
+
+
+def _loads(addrs):
+    p = Program()
+    for a in addrs:
+        p.load(a)
+    return p
+
+
+def test_two_cores_filling_one_llc_set_evict_in_the_lru_order_of_their_combined_use():
+    """A one-set LLC of 20 ways (LRU by use stamps above 16 ways), no prefetchers: each
+    load below misses the loading core's L1D and L2, so the LLC sees every access."""
+    m = Machine("broadwell-ddr4", {"cache.llc.size_bytes": 20 * 64,
+                                   "cache.l1d.prefetcher": "none",
+                                   "cache.l2.prefetcher": "none"}, cores=2)
+    base = m.regions[m.region_names[0]]["base"]
+    line = [(base >> 6) + 3 * i for i in range(24)]
+    addr = [ln << 6 for ln in line]
+    _on_core(m, 0, _loads(addr[0:10]))
+    _on_core(m, 1, _loads(addr[10:20]))   # the set is full: least recently used first, L0
+    _on_core(m, 1, _loads([addr[3]]))     # an LLC hit for core 1: L3 is used last
+    for i in range(20, 24):               # core 0, 1, 0, 1 fill: out go L0, L1, L2, then L4
+        _on_core(m, i % 2, _loads([addr[i]]))
+    want = sorted([line[3]] + line[5:24])
+    assert m.cache_contents("llc") == [want]
+
+
+def test_the_cores_media_accesses_take_one_use_stamp():
+    """Three LLC misses on core 0 and two on core 1 (no prefetchers): five uses of the
+    media, numbered by one stamp the socket holds."""
+    m = Machine("broadwell-ddr4", {"cache.l1d.prefetcher": "none",
+                                   "cache.l2.prefetcher": "none"}, cores=2)
+    base = m.regions[m.region_names[0]]["base"]
+    sock = m.layout.offsets["socket"]
+    before = int(m.S[sock + SK.MEM_STAMP])
+    _on_core(m, 0, _loads([base + 4096 * i for i in range(3)]))
+    _on_core(m, 1, _loads([base + 4096 * i for i in range(3, 5)]))
+    assert m.S[sock + SK.MEM_STAMP] - before == 5
+    # the same word from core 1's view
+    assert m.core_state(1)[int(m.core_state(1)[MH.SOCKET]) + SK.MEM_STAMP] == \
+        m.S[sock + SK.MEM_STAMP]
+
+
+def test_two_cores_clwb_and_sfence_make_each_ones_own_bytes_durable():
+    """Each core writes back its own line (CLWB, no fence yet), then each fences: under ADR
+    each line becomes durable with the bytes its core stored (docs/hardware.md §1.5), as
+    the cores' pending write-backs are snapshot apart."""
+    m = Machine("cascadelake-optane", cores=2)
+    a = m.regions["pmem0"]["base"] + 0x10000
+    b = a + 0x2000
+    old, mine = b"\x11" * 64, [b"\x22" * 64, b"\x33" * 64]
+    m.write(a, old)
+    m.write(b, old)
+    _on_core(m, 0, Program().store(a, mine[0]).clwb(a))
+    _on_core(m, 1, Program().store(b, mine[1]).clwb(b))
+    assert m.crash().read(a, 64) == m.crash().read(b, 64) == old   # no fence yet
+    _on_core(m, 0, Program().sfence())
+    assert m.crash().read(a, 64) == mine[0]
+    _on_core(m, 1, Program().sfence())
+    assert m.crash().read(a, 64) == mine[0] and m.crash().read(b, 64) == mine[1]

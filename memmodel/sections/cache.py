@@ -4,7 +4,8 @@ import numpy as np
 
 from memmodel.cache import INVALID, N_COUNTERS, N_LV
 from memmodel.jit import reciprocal_bits
-from memmodel.layout import COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, PRIVATE, clock
+from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MH, PRIVATE,
+                             SHARED, SK, clock)
 from memmodel.policies import level_policy, packed, stamped
 from memmodel.policies.lru import first_order
 
@@ -14,12 +15,30 @@ def clock_of_level(level):
     return f"lru{level}"
 
 
+def _shared_level(layout):
+    """The level the cores share (its changing words in the socket section), or None."""
+    return layout.shapes["lv"][0] - 1 if layout.shared_words["tags"] else None
+
+
 def _lv_roles(layout, S):
-    """Each level's use stamp, and its DERIVED columns."""
+    """Each private level's use stamp, and the DERIVED columns (the shared level's RNG,
+    STAMP and EMPTY are unused, 0: _socket_roles)."""
     rows = LV_AT + N_LV * np.arange(layout.shapes["lv"][0])
     return [(rows[:, None] + np.arange(LV.EMPTY, N_LV), DERIVED)] + [
         (np.array([r + LV.STAMP]), clock(clock_of_level(lvl), own=True))
-        for lvl, r in enumerate(rows)]
+        for lvl, r in enumerate(rows) if lvl != _shared_level(layout)]
+
+
+def _socket_roles(layout, S):
+    """The memory side's use stamp, and the shared level's use stamp and empty-way count
+    (unused, 0, without one)."""
+    off = layout.offsets["socket"]
+    out = [(np.array([off + SK.MEM_STAMP]), clock("mem", own=True))]
+    lvl = _shared_level(layout)
+    if lvl is not None:
+        out += [(np.array([off + SK.STAMP]), clock(clock_of_level(lvl), own=True)),
+                (np.array([off + SK.EMPTY]), DERIVED)]
+    return out
 
 
 def _repl_roles(layout, S):
@@ -48,6 +67,8 @@ def add_sections(layout, levels):
         layout.add(name, total, role, share=PRIVATE, on_line=True,
                    shared_words=_shared_blocks(levels))
     layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER, share=PRIVATE)   # by the core counting
+    # the socket's changing words: the shared level's and the memory side's (memmodel.layout)
+    layout.add("socket", len(SK), _socket_roles, share=SHARED, signature=True)
 
 
 def _shared_blocks(levels):
@@ -70,8 +91,10 @@ def init_sections(layout, S, levels, seed=0):
         lv[i, LV.POLICY] = level_policy(lvl["policy"], lvl["ways"], i)
         # xorshift must not start at 0; distinct per level, fixed by the seed
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
-        lv[i, LV.RNG] = np.uint64(x).view(np.int64)
-        lv[i, LV.EMPTY] = sets * lvl["ways"]
+        lv[i, LV.USE] = _use_at(layout, S, i == shared, i)
+        changing = layout.view(S, "socket") if i == shared else lv[i, LV.RNG:]
+        changing[SK.RNG] = np.uint64(x).view(np.int64)
+        changing[SK.EMPTY] = sets * lvl["ways"]
         lv[i, LV.INV] = reciprocal_bits(sets)
         if packed(lv[i, LV.POLICY]):
             layout.view(S, "repl")[base:base + sets * lvl["ways"]:lvl["ways"]] = \
@@ -80,14 +103,23 @@ def init_sections(layout, S, levels, seed=0):
     layout.view(S, "tags")[:] = INVALID
 
 
+def _use_at(layout, S, shared, i):
+    """lv[i, LV.USE] in view S: the socket section's words for the shared level, whose
+    first mirror LV.RNG, LV.STAMP, LV.EMPTY; else row i's own."""
+    if shared:
+        return S[MH.SOCKET] + SK.RNG - LV.RNG
+    return LV_AT + i * N_LV
+
+
 def spread(layout, S):
-    """Point every core's shared level (its lv row's BASE) at the shared blocks, once S's
-    private words are copied from core 0 (Layout.spread)."""
-    lv = layout.view(S, "lv")
-    if layout.shared_words["tags"]:
+    """Point every core's shared level (its lv row's BASE and USE) at the shared blocks and
+    words, once S's private words are copied from core 0 (Layout.spread)."""
+    lvl = _shared_level(layout)
+    if lvl is not None:
         for k in range(1, layout.cores):
             S_k = layout.core(S, k)
-            layout.view(S_k, "lv")[len(lv) - 1, LV.BASE] = layout.tail_at(S_k, "tags")
+            layout.view(S_k, "lv")[lvl, LV.BASE] = layout.tail_at(S_k, "tags")
+            layout.view(S_k, "lv")[lvl, LV.USE] = _use_at(layout, S_k, True, lvl)
 
 
 

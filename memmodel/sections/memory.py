@@ -31,8 +31,9 @@ def init_sections(layout, S, regions, media_ids, persistence):
                   PERSISTENCE.index(persistence[r["media"]]))
         d += _dir_entries(r)
     layout.view(S, "chunk_dir")[:] = NOT_MAPPED
-    layout.view(S, "alloc")[ALLOC.FRAMES] = RESERVED_FRAMES
-    return _pt_rows(4), np.zeros((RESERVED_FRAMES + 64, PAGE_BYTES), dtype=np.uint8)
+    reserved = RESERVED_FRAMES * layout.cores   # each core's pending snapshots
+    layout.view(S, "alloc")[ALLOC.FRAMES] = reserved
+    return _pt_rows(4), np.zeros((reserved + 64, PAGE_BYTES), dtype=np.uint8)
 
 
 def _pt_rows(n):
