@@ -326,25 +326,10 @@ class Machine:
         while True:
             _core.run(self.S, self.pt, self.frames, ops, data, sites, i, undone, self._out,
                       self.plain_path, len(ops))
-            status, i = int(self._out[0]), int(self._out[1])
-            if status == st.ST_OK:
+            i = int(self._out[1])
+            if self._out[0] == st.ST_OK:
                 break
-            if status == st.ST_NEED_PAGES:
-                try:
-                    self.pt, self.frames = grow(self.S, self.pt, self.frames,
-                                                   int(self._out[2]), int(self._out[3]),
-                                                   self.memory_limit_bytes)
-                    continue
-                except MemoryLimit as e:
-                    _pipeline.finish(self.S)
-                    raise MemoryLimitFault(
-                        "functional memory limit", i, self.site_names[int(self.S[st.SC.SITE])],
-                        int(ops[i, COL_ADDR]), f"{Op(int(ops[i, COL_OP])).name} of "
-                        f"{int(ops[i, COL_SIZE])} bytes: {e} (Machine(memory_limit_bytes=...), "
-                        "or functional=False to move no bytes)") from None
-            _pipeline.finish(self.S)
-            raise fault(status, i, self.site_names[int(self.S[st.SC.SITE])],
-                        int(self._out[2]), Op(int(ops[i, COL_OP])).name)
+            self._stopped(self._out, i, ops[i], self.S, Op(int(ops[i, COL_OP])).name, [self.S])
         if self.S[MS.PQ_COUNT] > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
         end = self.drain() if drain else self.cycles
@@ -353,6 +338,27 @@ class Machine:
         cycles = end - start_cycle
         return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops),
                          undone=undone if fixups else None)
+
+    def _stopped(self, out, i, op, S_k, what, views):
+        """A run stopped (out[0], not ST_OK) at op i, whose row is `op`, on the core whose view
+        is S_k: the memory it needs is grown (the run goes on), or the cores of `views` end
+        their pending work and the fault is raised, naming the op as `what`."""
+        if out[0] == st.ST_NEED_PAGES:
+            try:
+                self.pt, self.frames = grow(self.S, self.pt, self.frames, int(out[2]),
+                                            int(out[3]), self.memory_limit_bytes)
+                return
+            except MemoryLimit as e:
+                for v in views:
+                    _pipeline.finish(v)
+                raise MemoryLimitFault(
+                    "functional memory limit", i, self.site_names[int(S_k[st.SC.SITE])],
+                    int(op[COL_ADDR]), f"{what} of {int(op[COL_SIZE])} bytes: {e} "
+                    "(Machine(memory_limit_bytes=...), or functional=False to move no bytes)"
+                ) from None
+        for v in views:
+            _pipeline.finish(v)
+        raise fault(int(out[0]), i, self.site_names[int(S_k[st.SC.SITE])], int(out[2]), what)
 
     def _run_cores(self, programs, drain):
         """run() of one program per core (emu._core.run_cores)."""
@@ -380,31 +386,14 @@ class Machine:
         ops, data, sites, res = (np.concatenate(a) for a in parts)
         pos, out = np.zeros(self.cores, dtype=np.int64), np.zeros(5, dtype=np.int64)
         starts = [int(v[st.SC.NOW]) for v in views]
-        while True:
+        while True:   # grow() replaces pt and frames, never S: the views stay
             _core.run_cores(self.S, self.layout.fixed_words, self.pt, self.frames, ops, data,
                             sites, res, begin, pos, out)
-            status, k, i = int(out[0]), int(out[4]), int(out[1])
-            if status == st.ST_OK:
+            k, i = int(out[4]), int(out[1])
+            if out[0] == st.ST_OK:
                 break
-            views = [self.core_state(c) for c in range(self.cores)]
-            op = programs[k].core_ops()[i]
-            if status == st.ST_NEED_PAGES:
-                try:
-                    self.pt, self.frames = grow(self.S, self.pt, self.frames, int(out[2]),
-                                                int(out[3]), self.memory_limit_bytes)
-                    continue
-                except MemoryLimit as e:
-                    for v in views:
-                        _pipeline.finish(v)
-                    raise MemoryLimitFault(
-                        "functional memory limit", i, self.site_names[int(views[k][st.SC.SITE])],
-                        int(op[COL_ADDR]), f"core {k}: {Op(int(op[COL_OP])).name} of "
-                        f"{int(op[COL_SIZE])} bytes: {e}") from None
-            for v in views:
-                _pipeline.finish(v)
-            raise fault(status, i, self.site_names[int(views[k][st.SC.SITE])], int(out[2]),
-                        f"core {k}'s {Op(int(op[COL_OP])).name}")
-        views = [self.core_state(k) for k in range(self.cores)]
+            op = parts[0][k][i]
+            self._stopped(out, i, op, views[k], f"core {k}'s {Op(int(op[COL_OP])).name}", views)
         if max(v[MS.PQ_COUNT] for v in views) > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
         ends = [int(_pipeline.finish(v)) if drain else int(v[st.SC.NOW]) for v in views]

@@ -4,7 +4,7 @@ and the shared ones are the same words from every view; one core's machine is wh
 import numpy as np
 import pytest
 
-from emu import Machine, UnmappedAccess, timeshift
+from emu import Machine, MemoryLimitFault, UnmappedAccess, timeshift
 from emu import state as st
 from emu.limits import check_machine_args
 from isa import Program
@@ -236,6 +236,21 @@ def test_a_fault_names_the_core_and_op():
     with pytest.raises(UnmappedAccess, match="core 1's LOAD") as e:
         m.run([Program().load(0x1000), Program().work(5).load(1 << 40)])
     assert e.value.op_index == 1 and e.value.addr == 1 << 40   # in core 1's program
+
+
+def test_the_memory_limit_names_the_core_and_op_and_grows_memory_below_it():
+    # 1 MiB is 256 frames: 600 stores, each to a page of its own, need more; 100 do not
+    def pages(n):
+        p = Program()
+        for k in range(n):
+            p.store(0x100000 + 4096 * k, b"\1" * 8)
+        return p
+    m = Machine("skylake-ddr4", cores=2, memory_limit_bytes=1 << 20)
+    m.run([Program().load(0x1000), pages(100)])
+    assert m.read(0x100000 + 4096 * 99, 1) == b"\1"
+    with pytest.raises(MemoryLimitFault, match="core 1's STORE of 8 bytes") as e:
+        m.run([Program().load(0x1000), pages(600)])
+    assert 0 < e.value.op_index < 600
 
 
 # ---------------------------------------------------------------- the words the cores share
