@@ -136,8 +136,8 @@ SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # the reserved frames that hold the core's pending snapshots (memmodel.memory).
 _MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
        "HOT_CAP SNAPSHOT_FRAME")
-# ms: the core's scalars of the memory side: whether accesses are transient, the persistence queue's count and the pending ring's head and count, when the
-# last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
+# ms: the core's scalars of the memory side: whether accesses are transient, the
+# persistence queue's count and the pending ring's head and count, when the last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
 # write is accepted (MEM_END), running totals of the events sites count (with the end of
 # the demand misses outstanding, *_MISS_END), the caller's tag of the accesses (its site,
 # for the hot-line table of memmodel._hotlines), its rows used and the misses it had no room for.

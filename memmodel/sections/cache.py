@@ -80,7 +80,7 @@ def _shared_blocks(levels):
 def init_sections(layout, S, levels, seed=0):
     lv = layout.view(S, "lv")
     base = 0
-    shared = len(levels) - 1 if _shared_blocks(levels) else None
+    shared = _shared_level(layout)
     for i, lvl in enumerate(levels):
         sets = lvl["size_bytes"] // (64 * lvl["ways"])
         lv[i, LV.SETS] = sets
@@ -120,7 +120,6 @@ def spread(layout, S):
             S_k = layout.core(S, k)
             layout.view(S_k, "lv")[lvl, LV.BASE] = layout.tail_at(S_k, "tags")
             layout.view(S_k, "lv")[lvl, LV.USE] = _use_at(layout, S_k, True, lvl)
-
 
 
 def contents(layout, S, lvl):
