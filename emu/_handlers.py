@@ -37,11 +37,11 @@ def load(S, addr, size, dependent, ip):
 
 
 @inlined
-def store_line(S, line, n):
-    """`n` stores to `line` (an RFO, then n store-buffer entries committing in order once
-    the line is owned and the stores have retired)."""
+def store_line(S, line, n, addr):
+    """`n` stores to `line`, the first beginning at byte `addr` (an RFO, then n store-buffer
+    entries committing in order once the line is owned and the stores have retired)."""
     t0 = S[SC.NOW]
-    ready, wait = hier.demand(S, line, t0, K_STORE, 0, 0)
+    ready, wait = hier.demand(S, line, t0, K_STORE, 0, addr)
     pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     at = max(ready, t0 + 1, S[SC.DONE_MAX])   # pl.commit_at as of its dispatch at t0
     for _ in range(n):
@@ -52,9 +52,9 @@ def store_line(S, line, n):
 def store(S, addr, size):
     first = addr >> 6
     last = (addr + size - 1) >> 6
-    store_line(S, first, 1)
+    store_line(S, first, 1, addr)
     if last != first:
-        store_line(S, last, 1)
+        store_line(S, last, 1, last << 6)
     pl.issue(S, 1)
 
 
@@ -66,9 +66,10 @@ def locked_rmw(S, addr, size):
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     pl.retired(S)
     t0 = S[SC.NOW]
-    ready = hier.demand(S, addr >> 6, t0, K_STORE, 0, 0)[0]
-    if (addr + size - 1) >> 6 != addr >> 6:
-        ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE, 0, 0)[0])
+    ready = hier.demand(S, addr >> 6, t0, K_STORE, 0, addr)[0]
+    last = (addr + size - 1) >> 6
+    if last != addr >> 6:
+        ready = max(ready, hier.demand(S, last, t0, K_STORE, 0, last << 6)[0])
     done = max(ready, t0 + S[TP.LOCK_RMW])
     pl.issue(S, 1)
     pl.stall_until(S, done, SCTR.FENCE)
@@ -314,12 +315,12 @@ def copy(S, pt, frames, op, dst, src, n):
                 hier.own_line(S, line, t0)
                 pl.sb_push(S, pl.commit_at(S), SCTR.STORE_BUFFER)
             else:
-                store_line(S, line, 1)
+                store_line(S, line, 1, d)
             f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64
             S[SC.NOW] += f // md.FP
             S[SC.REP_FRAC] = f % md.FP
         else:
-            store_line(S, line, words)
+            store_line(S, line, words, d)
             cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
             pl.issue(S, 2 * words)
         if functional:

@@ -87,7 +87,8 @@ _CACHE = {
     "policy": (_STR, False, POLICY_IDS),
     "prefetcher": (_NAMES, False, PREFETCHER_IDS),   # the level runs each of them
 }
-_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS)}
+_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS),
+              "peer_hit_ns": (_NUM, True, *_NS)}
 # the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
 # entry count that sizes a state section, scanned per L2 miss
 _L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
