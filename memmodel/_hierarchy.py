@@ -164,7 +164,8 @@ def _walk(S, line, t0, first, kind, addr):
                 cm.F_SHARED if kind != K_STORE else 0)
             cm.set_flags(S, b, f)
             cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
-        if found != coh.NONE:
+            found = coh.MODIFIED   # for the profiler: a HITM (its costs are paid above)
+        elif found != coh.NONE:
             lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True))
         if f & cm.F_SHARED:
             if kind == K_STORE:   # another core's copy is invalidated first

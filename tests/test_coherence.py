@@ -176,3 +176,39 @@ def test_one_core_machine_keeps_the_peer_ops_model():
     m = Machine("skylake-ddr4", NO_PF)
     m.run(Program().load(BASE).peer_write(BASE, b"z").load(BASE))
     assert m.stats()["levels"]["llc"]["peer_transfers"] == 1
+
+
+# ---------------------------------------------------------------------- the c2c report
+
+def test_c2c_names_the_falsely_shared_line_and_each_cores_offsets():
+    n = 8
+    m = Machine("skylake-ddr4", NO_PF, cores=2, hot_lines=64)
+    _ping_pong(m, BASE + 8, BASE + 40, n)
+    (line,) = m.run_profile().c2c()
+    assert line.addr == BASE and line.hitm == 2 * n - 1
+    assert line.cores[0]["offsets"] == [8] and line.cores[1]["offsets"] == [40]
+    assert line.cores[0]["stores"] == line.cores[1]["stores"] == n
+    assert line.false_sharing
+    m = Machine("skylake-ddr4", NO_PF, cores=2, hot_lines=64)
+    _ping_pong(m, BASE + 8, BASE + 64 + 40, n)   # the fields a line apart: nothing shared
+    assert m.run_profile().c2c() == []
+
+
+def test_c2c_of_a_truly_shared_counter_is_not_false_sharing():
+    n = 5
+    m = Machine("skylake-ddr4", NO_PF, cores=2, hot_lines=64)
+    _ping_pong(m, BASE, BASE, n, locked=True)
+    (line,) = m.run_profile().c2c()
+    assert line.hitm == 2 * n - 1 and not line.false_sharing
+    assert line.cores[0]["offsets"] == line.cores[1]["offsets"] == [0]
+
+
+def test_c2c_text_and_json():
+    from emu.studies.profile_cmd import c2c_text
+    m = Machine("skylake-ddr4", NO_PF, cores=2, hot_lines=64)
+    _ping_pong(m, BASE + 8, BASE + 40, 3)
+    p = m.run_profile()
+    out = c2c_text("fs", p, 10)
+    assert f"{BASE:#x}" in out and "yes" in out and "0x8" in out and "0x28" in out
+    (j,) = p.to_json()["c2c"]
+    assert j["hitm"] == 5 and j["false_sharing"] and j["cores"]["1"]["offsets"] == [40]
