@@ -144,10 +144,9 @@ class RunProfile:
                     "offsets": [b for b in range(64) if int(row[HL.OFFSETS]) >> b & 1],
                     "sites": sites_k}})
             out = out + one
-        # a line is shared when more than one core touched it or its accesses met another
-        # core's copy
+        # a line is shared when its accesses met another core's copy
         out.shared = {line: s for line, s in out.shared.items()
-                      if len(s.cores) > 1 or s.hitm or s.total("peer_hits") or s.total("upgrades")}
+                      if s.hitm or s.total("peer_hits") or s.total("upgrades")}
         return out
 
     def __add__(self, other):
