@@ -21,7 +21,10 @@ Skylake-SP; its capacity and its own back-invalidations are not modelled).
   upgrade, one cache-to-cache round trip as for the peer ops).
 - A flush (CLFLUSH, CLFLUSHOPT, CLWB), a non-temporal store and an inclusive last level's
   eviction act on every core's copies.
-A core's outstanding fills of the line are not snooped: its fill completes as issued.
+A line's transfers are serialized: a copy still being filled (its data due after the
+request) is sent once it has arrived, so N cores taking one line in turn wait for each
+other's transfers, as the caching agent that tracks the line orders them. The copy is
+taken at once (the tags say where the line will be, as the directory does).
 
 Core j's state is reached from core k's view S as view_at(S, (j - k) * MT.CORE_WORDS)
 (memmodel.layout, "Cores"; compiled code cannot return a view it made: each function here
@@ -39,8 +42,10 @@ NONE, SHARED, CLEAN, MODIFIED = 0, 1, 2, 3
 def snoop(S, line, own):
     """Every other core's copies of `line` (in their private levels) for this core's miss:
     with `own` (a read for ownership) they are invalidated, else they turn Shared and clean.
-    Returns what they held: MODIFIED, CLEAN (Exclusive), SHARED or NONE."""
+    Returns what they held (MODIFIED, CLEAN (Exclusive), SHARED or NONE) and the cycle the
+    last of their data arrived or arrives (0: none held)."""
     found = NONE
+    busy = 0
     me = S[MT.CORE]
     for j in range(S[MT.CORES]):
         if j == me:
@@ -53,11 +58,12 @@ def snoop(S, line, own):
             f = cm.flags(V, b)
             found = max(found, MODIFIED if f & cm.F_DIRTY else
                         SHARED if f & cm.F_SHARED else CLEAN)
+            busy = max(busy, cm.ready(V, b))
             if own:
                 cm.invalidate(V, lvl, b)
             else:
                 cm.set_flags(V, b, (f & ~cm.F_DIRTY) | cm.F_SHARED)
-    return found
+    return found, busy
 
 
 @inlined

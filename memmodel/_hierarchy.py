@@ -143,9 +143,9 @@ def _walk(S, line, t0, first, kind, addr):
             return -1, 0, hit, coh.NONE
         t0 = first_free(S, S[MH.SQ])
     # past this core's private levels: the other cores' copies are snooped
-    found = coh.NONE
+    found, busy = coh.NONE, 0
     if hit >= nlev - 1 and S[MT.CORES] > 1:
-        found = coh.snoop(S, line, kind == K_STORE)
+        found, busy = coh.snoop(S, line, kind == K_STORE)
         if found != coh.NONE:
             cm.count(S, nlev - 1, cm.CC.PEER_TRANSFERS if found == coh.MODIFIED
                      else cm.CC.PEER_HITS, 1)
@@ -165,8 +165,9 @@ def _walk(S, line, t0, first, kind, addr):
             cm.set_flags(S, b, f)
             cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
             found = coh.MODIFIED   # for the profiler: a HITM (its costs are paid above)
-        elif found != coh.NONE:
-            lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True))
+        elif found != coh.NONE:   # sent once the copy has arrived, if still on its way
+            lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True)
+                      + max(0, busy - t0))
         if f & cm.F_SHARED:
             if kind == K_STORE:   # another core's copy is invalidated first
                 lat = max(lat, upgrade(S, hit, line, addr))
@@ -179,7 +180,7 @@ def _walk(S, line, t0, first, kind, addr):
         done = max(t0 + lat, cm.ready(S, b))
         i0 = i0_above
     elif found != coh.NONE:   # another core sends it (a non-inclusive last level)
-        done = t0 + coh.transfer_cycles(S, found, kind == K_STORE, False)
+        done = max(t0, busy) + coh.transfer_cycles(S, found, kind == K_STORE, False)
     else:
         if kind != K_PREFETCH:
             S[MS.LLC_MISSES] += 1
@@ -362,7 +363,7 @@ def own_line(S, line, t):
     S[MS.L1D_MISSES] += 1
     # a miss that reads nothing: no time pending; the other cores' copies are dropped (the
     # whole line is written)
-    found = coh.snoop(S, line, True) if S[MT.CORES] > 1 else coh.NONE
+    found = coh.snoop(S, line, True)[0] if S[MT.CORES] > 1 else coh.NONE
     _miss_events(S, line, t, t, True, False, line << 6, found)
     for lvl in range(1, S[MT.LEVELS]):
         j = cm.lookup(S, lvl, line)

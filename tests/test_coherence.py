@@ -9,6 +9,7 @@ import pytest
 from emu import Machine
 from isa import Program
 from memmodel import cache as cm
+from memmodel.layout import MT
 
 BASE = 0x200000   # skylake-ddr4's and broadwell-ddr4's first region (DRAM)
 NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
@@ -108,6 +109,18 @@ def test_the_transfer_costs_the_profiles_latency(key, first):
         r = m.run([p0, Program().work(5000).lfence().load(BASE)])
         cycles.append(r.cores[1].cycles)
     assert cycles[1] - cycles[0] == round(100.0 * m.freq_ghz)
+
+
+def test_cores_taking_one_line_at_once_wait_for_each_others_transfers():
+    """Three cores' locked ops on one line at cycle 0 (the scheduler takes core 0, 1, 2 in
+    turn): core 0 reads it from memory; core 1 finds core 0's copy still being filled and
+    gets it one HITM after it arrives; core 2 one HITM after core 1's arrives. Each locked
+    op's line arrives long after its own latency, so the cores' ends lie one HITM apart."""
+    m = machine(cores=3)
+    r = m.run([Program().lock_rmw(BASE, size=8, value=1) for _ in range(3)])
+    hitm = m.core_state(0)[MT.PEER]
+    c = [x.cycles for x in r.cores]
+    assert c[1] - c[0] == c[2] - c[1] == hitm
 
 
 def _ping_pong(m, a0, a1, n, gap=4000, locked=False):
