@@ -283,7 +283,7 @@ class Machine:
         accesses take place in simulated-time order; deterministic; a CoresResult. Functional
         memory follows x86-TSO: a core's store reaches memory when it leaves its store buffer,
         and its own loads forward from it (docs/design.md, "Cores"). No coherence yet: a
-        core sees another's stores in memory, not in its caches' timing.
+        core sees another's stores in memory, not in its caches' timing."""
         if isinstance(program, (list, tuple)):
             if isinstance(repeat, bool) or repeat != 1:
                 raise ValueError("run(programs, repeat=N): one program per core runs once")
