@@ -1,7 +1,19 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
 from emu import _pipeline as pl
 from emu.state import SC, SCTR, TP
-from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, Op
+from isa.ops import (
+    COL_ADDR,
+    COL_DATA,
+    COL_FLAGS,
+    COL_IMM,
+    COL_OP,
+    COL_SIZE,
+    COL_SRC,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_VALUE_DATA,
+    Op,
+)
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
 from memmodel import _persist as persist
@@ -86,11 +98,20 @@ def movnt(S, addr, size, r):
 
 
 @inlined
+def store_imm(S, ops, i):
+    """The immediate whose bytes store i writes (COL_DATA -1): with FLAG_VALUE_DATA, plus
+    the last recorded value."""
+    if ops[i, COL_FLAGS] & FLAG_VALUE_DATA:
+        return ops[i, COL_IMM] + S[SC.VAL]
+    return ops[i, COL_IMM]
+
+
+@inlined
 def store_data(S, pt, frames, ops, data, i, addr, size):
     if ops[i, COL_DATA] >= 0:
         mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
     else:
-        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+        mm.write_imm(S, pt, frames, addr, store_imm(S, ops, i), size)
 
 
 @inlined
@@ -112,6 +133,30 @@ def write_memory(S, pt, frames, ops, data, i, addr, size):
     if S[MT.FUNCTIONAL]:
         store_data(S, pt, frames, ops, data, i, addr, size)
         persist.eadr_store(S, addr, size)
+
+
+@compiled
+def rmw_memory(S, pt, frames, ops, data, i, addr, size):
+    """Functional memory's side of LOCK_RMW i (the op is one atomic step: the scheduler runs
+    no other core's op, nor lands a store, inside it): its old value (of a kind's or a
+    recorded op's 1, 2, 4 or 8 bytes) read, the new one written. Returns (old value,
+    whether it wrote: a CMPXCHG that found another value than SRC writes nothing)."""
+    flags = ops[i, COL_FLAGS]
+    old = mm.read_value(S, pt, frames, addr, min(size, 8))
+    if flags & FLAG_RMW_CMPXCHG:
+        want = ops[i, COL_SRC]
+        if size < 8:
+            want &= (1 << (8 * size)) - 1
+        if old != want:
+            return old, False
+        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+        persist.eadr_store(S, addr, size)
+    elif flags & FLAG_RMW_ADD:   # write_imm writes `size` bytes: the sum wraps as LOCK XADD's
+        mm.write_imm(S, pt, frames, addr, old + ops[i, COL_IMM], size)
+        persist.eadr_store(S, addr, size)
+    else:
+        write_memory(S, pt, frames, ops, data, i, addr, size)
+    return old, True
 
 
 @inlined

@@ -20,6 +20,11 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_MCSAFE,
+    FLAG_RECORD,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_SPIN,
+    FLAG_VALUE_DATA,
     FLAG_VALUE_INDEX,
     FLAG_VALUE_LIMIT,
     FLUSH,
@@ -31,6 +36,7 @@ from isa.ops import (
     PEER,
     PHYS_LIMIT,
     RANGE_KIND,
+    RMW_KINDS,
     SIZE_RULE,
     VALUE_USE,
     AddrKind,
@@ -80,6 +86,12 @@ _CHECKS = (
     ("BODY", "branch body beyond the end of the program"),
     ("INDEX", "negative index or limit"),
     ("IP", "negative instruction address (ip)"),
+    ("VALUE_SIZE", "value of a wait, locked op's kind or record not 1, 2, 4 or 8 bytes aligned "
+                   "to its size (a recorded load or a value-data store: at most 8 bytes)"),
+    ("RECORD_FIXUP", "a recorded op cannot also go to an exception-table fixup"),
+    ("VALUE_DATA", "store of a recorded value: no op before it records one"),
+    ("RMW", "locked op: both add and cmpxchg, spin without cmpxchg, or data bytes with a kind "
+            "(its operand is the immediate)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
 WHY = tuple(why for _, why in _CHECKS)
@@ -109,6 +121,7 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
     work = 0.0
     units = float(ops.shape[0])
     peer = False
+    recorded = False   # an op before i records a value
     for i in range(ops.shape[0]):
         op = ops[i, COL_OP]
         if op < 0 or op >= N_OPS:
@@ -127,9 +140,26 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         src = ops[i, COL_SRC]
         imm = ops[i, COL_IMM]
         flags = ops[i, COL_FLAGS]
-        if flags & (FLAG_EXTABLE | FLAG_MCSAFE):
+        if flags & (FLAG_EXTABLE | FLAG_MCSAFE | FLAG_RECORD):
             cost[2] = 1.0
         rule = SIZE_RULE[op]
+        aligned_value = (size == 1 or size == 2 or size == 4 or size == 8) and addr % size == 0
+        if rule == SizeRule.VALUE and not aligned_value:
+            _fail(first, Check.VALUE_SIZE, i)
+        if op == Op.LOCK_RMW and flags & (RMW_KINDS | FLAG_RECORD) and not aligned_value:
+            _fail(first, Check.VALUE_SIZE, i)
+        if (op == Op.LOAD and flags & FLAG_RECORD or op == Op.STORE and flags & FLAG_VALUE_DATA) \
+                and size > 8:
+            _fail(first, Check.VALUE_SIZE, i)
+        if flags & FLAG_RECORD and flags & (FLAG_EXTABLE | FLAG_MCSAFE):
+            _fail(first, Check.RECORD_FIXUP, i)
+        if flags & FLAG_VALUE_DATA and not recorded:
+            _fail(first, Check.VALUE_DATA, i)
+        if op == Op.LOCK_RMW and (flags & RMW_KINDS == RMW_KINDS or (
+                flags & FLAG_SPIN and not flags & FLAG_RMW_CMPXCHG) or (
+                flags & RMW_KINDS and ops[i, COL_DATA] >= 0)):
+            _fail(first, Check.RMW, i)
+        recorded |= (flags & FLAG_RECORD) != 0
         if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
             _fail(first, Check.SIZE, i)
         if rule == SizeRule.MOVNT:
@@ -166,7 +196,7 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         # the value an op uses is the last load's: the op before is that LOAD, or an op
         # using the same value (a BRANCH or INDEX_MASK comparing it leaves it as it was)
         no_value = i == 0 or (ops[i - 1, COL_SIZE] > 8 if ops[i - 1, COL_OP] == Op.LOAD
-                              else (ops[i - 1, COL_FLAGS] & VALUE_USE) == 0)
+                              else (ops[i - 1, COL_FLAGS] & (VALUE_USE | FLAG_RECORD)) == 0)
         if flags & FLAG_INDEXED and (no_value or imm < 0 or imm > MAX_SCALE):
             _fail(first, Check.INDEXED, i)
         if flags & (FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT):

@@ -115,6 +115,7 @@ _INSTR = {
     "fault_fixup_cycles": (_INT, True, *_CYCLES),
     "machine_check_cycles": (_INT, True, *_CYCLES),
     "lock_rmw_cycles": (_INT, True, *_CYCLES),
+    "pause_cycles": (_INT, True, *_CYCLES),   # a spin-wait's PAUSE (a WAIT's failed check)
     # spin_lock_irqsave / spin_unlock_irqrestore (v6.4): PUSHF; POP, CLI; STI, no POPF
     "pushf_pop_cycles": (_INT, True, *_CYCLES),
     "cli_cycles": (_INT, True, *_CYCLES),
