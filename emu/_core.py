@@ -15,6 +15,7 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_AT_LEAST,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
@@ -176,7 +177,8 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain, stop, tso):
                 mask = ops[i, COL_SRC]
                 if size < 8:
                     mask &= (1 << (8 * size)) - 1
-                if v & mask != ops[i, COL_IMM] & mask:
+                if (((v - ops[i, COL_IMM]) & mask) > (mask >> 1) if flags & FLAG_AT_LEAST
+                        else v & mask != ops[i, COL_IMM] & mask):
                     spin(S, tso, i, addr, v, out)
                     return
                 S[SC.VAL] = v

@@ -15,6 +15,7 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_AT_LEAST,
     FLAG_DEPENDENT,
     FLAG_EXTABLE,
     FLAG_INDEXED,
@@ -92,6 +93,8 @@ _CHECKS = (
     ("VALUE_DATA", "store of a recorded value: no op before it records one"),
     ("RMW", "locked op: both add and cmpxchg, spin without cmpxchg, or data bytes with a kind "
             "(its operand is the immediate)"),
+    ("AT_LEAST", "wait for an index at or past a value: not 1, 2 or 4 bytes with the whole "
+                 "value (mask -1)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
 WHY = tuple(why for _, why in _CHECKS)
@@ -159,6 +162,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
                 flags & FLAG_SPIN and not flags & FLAG_RMW_CMPXCHG) or (
                 flags & RMW_KINDS and ops[i, COL_DATA] >= 0)):
             _fail(first, Check.RMW, i)
+        if op == Op.WAIT and flags & FLAG_AT_LEAST and (size == 8 or src != -1):
+            _fail(first, Check.AT_LEAST, i)
         recorded |= (flags & FLAG_RECORD) != 0
         if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
             _fail(first, Check.SIZE, i)

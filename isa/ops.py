@@ -81,6 +81,9 @@ FLAG_VALUE_DATA = 1024  # STORE of at most 8 bytes: it writes IMM plus the last 
 FLAG_RMW_ADD = 2048     # LOCK_RMW: LOCK XADD of IMM
 FLAG_RMW_CMPXCHG = 4096  # LOCK_RMW: LOCK CMPXCHG, expected SRC, new IMM
 FLAG_SPIN = 8192        # LOCK_RMW with FLAG_RMW_CMPXCHG: retried, a PAUSE apart, until it succeeds
+FLAG_AT_LEAST = 16384   # WAIT of 1, 2 or 4 bytes, the whole value: until it is at or past IMM
+#                         as a free-running index wrapping at its size ((v - IMM) mod 2^bits
+#                         below half of it: virtio's ring indices, jiffies' time_after_eq)
 #: The flags of an op that reads the value a LOAD before it loaded (the core reads a load's
 #: value only when the op after it has one of them)
 VALUE_USE = FLAG_INDEXED | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
@@ -208,7 +211,7 @@ OP_SPEC = {
                         size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
                         flags=FLAG_EXTABLE | FLAG_MCSAFE | FLAG_RECORD | RMW_KINDS | FLAG_SPIN),
     Op.WAIT: OpSpec(P_POISON | P_ENDS_WINDOW | P_ROB, **_AT, size=SizeRule.VALUE,
-                    imm=ImmKind.VALUE, flags=FLAG_RECORD),
+                    imm=ImmKind.VALUE, flags=FLAG_RECORD | FLAG_AT_LEAST),
 }
 
 _missing = [op.name for op in Op if op not in OP_SPEC]

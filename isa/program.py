@@ -18,6 +18,7 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_AT_LEAST,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
@@ -289,18 +290,21 @@ class Program:
                           flags=FLAG_RMW_CMPXCHG | (FLAG_SPIN if spin else 0)
                           | (FLAG_RECORD if record is not None else 0))
 
-    def wait(self, addr, value, size=8, mask=-1, record=None):
+    def wait(self, addr, value, size=8, mask=-1, record=None, at_least=False):
         """Spin until the `size` (1, 2, 4, 8) bytes at `addr`, naturally aligned, ANDed with
         `mask` equal `value` ANDed with it: a load each check, and a PAUSE (profile
         instr.pause_cycles) after each that fails (the kernel's smp_cond_load_acquire,
         atomic_cond_read_acquire). With several cores the others run meanwhile; a run in
         which every core left waits and no store is pending stops with WaitForever, as does
-        a wait that fails with one core. `record`: the value that ended it, as load's."""
+        a wait that fails with one core. `record`: the value that ended it, as load's.
+        `at_least`: until the bytes (1, 2 or 4, no mask) are at or past `value` as a
+        free-running index that wraps at their size (a ring's producer index)."""
         self._check_addr("wait", addr)
         self._record("wait", record)
         return self._emit(Op.WAIT, addr, _int("wait", "size", size), src=_as_imm("wait", mask),
                           imm=_as_imm("wait", value),
-                          flags=FLAG_RECORD if record is not None else 0)
+                          flags=(FLAG_RECORD if record is not None else 0)
+                          | (FLAG_AT_LEAST if at_least else 0))
 
     def peer_read(self, addr, size=8):
         """Another core on the same socket reads `size` bytes at this point of the program

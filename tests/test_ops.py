@@ -238,6 +238,7 @@ BAD = {
     Check.VALUE_DATA: lambda: Program().store(0, size=8, value=1, plus_recorded=True),
     Check.RMW: lambda: edited(Program().lock_xadd(0, 1, 8), COL_FLAGS,
                               FLAG_RMW_ADD | FLAG_RMW_CMPXCHG),
+    Check.AT_LEAST: lambda: Program().wait(0x1000, 5, 8, at_least=True),
 }
 
 
@@ -327,3 +328,21 @@ def test_unused_operands_are_not_checked():
     edited(Program().sfence(), COL_ADDR, -1).validate()
     edited(Program().peer_read(0x40), COL_DATA, 10**6).validate()
     edited(Program().clwb((1 << 52) - 64), COL_SIZE, 1 << 20).validate()
+
+
+def test_wait_at_least_is_a_wrapping_index_comparison():
+    """A 2-byte index at 0xFFFE has passed 0xFFF0 and not yet 0x0004 (it wraps at 2^16, as
+    virtio's ring indices do); the equality form waits for the exact value."""
+    from emu import Machine, WaitForever
+    for have, want, done in ((0xFFFE, 0xFFF0, True), (0xFFFE, 0x0004, False),
+                             (0x0002, 0xFFF0, True), (0x0004, 0x0004, True)):
+        m = Machine("skylake-ddr4")
+        m.write(0x200000, have.to_bytes(2, "little"))
+        p = Program().wait(0x200000, want, size=2, at_least=True)
+        if done:
+            m.run(p)
+        else:
+            with pytest.raises(WaitForever):
+                m.run(p)
+    with pytest.raises(ValueError, match="at or past"):
+        Program().wait(0x200000, 1, size=2, mask=0xFF, at_least=True).validate()
