@@ -19,7 +19,8 @@ BASE = 0x200000   # skylake-ddr4's first region (DRAM)
 def test_the_layouts_are_the_headers_before_and_after_the_commit():
     before, after = pc.OFFSETS["before"], pc.OFFSETS["after"]
     # v5.11-rc1: usage, min, low, high, max, parent, ...; the commit moves parent last
-    assert (before["usage"], before["max"], before["parent"], before["watermark"]) == (0, 32, 40, 96)
+    assert (before["usage"], before["max"], before["parent"], before["watermark"]) == \
+        (0, 32, 40, 96)
     assert (after["usage"], after["max"], after["emin"], after["watermark"], after["parent"]) == \
         (0, 32, 40, 88, 104)
     assert pc.SIZE_BYTES == 112

@@ -14,9 +14,9 @@ spread evenly over the batch's 32 pages; the rest of each page's fault and unmap
 declared cost [software] page_fault2_page_ns, the same in every variant. Variants:
 `layout=before` (v5.11: `parent` at byte 40, in `usage`'s line) and `layout=after` (the
 commit's: `parent` at byte 104, the struct's second line). Metric `per_process_ops`: pages
-per second per core, what will-it-scale.per_process_ops counts. Published (the commit's v2
-mail, docs/scenarios.md §6): page_fault2 +3.0% (96 processes) and +4.4% (48) on a 2-socket
-48-core machine, +9.9% and +9.8% on a 4-socket 72-core one.
+per second per core, what will-it-scale.per_process_ops counts; the published figure
+(docs/scenarios.md §6) is the change after / before on 2- and 4-socket machines, which the
+table compares with the emulated one.
 
 Assumed (docs/scenarios.md §6): the statistics flushed per 32 pages (--stat-walks), the
 hierarchy's depth, where the counter falls in its line (--counter-offset), the mapping and
@@ -25,6 +25,7 @@ batches), one socket (the machine has no second one).
 """
 from emu import profiler
 from emu.machine import Machine
+from emu.studies import published
 from emu.studies.costs import NS
 from emu.studies.options import Option
 from emu.studies.progress import progress
@@ -49,10 +50,6 @@ PAGES = memcontrol.MEMCG_CHARGE_BATCH
 # fault touches is read from the callers as recalled, not from their source.
 STAT_FLUSHES = ((0, "map"), (8, "map"), (1, "map"), (9, "map"), (2, "map"), (3, "map"),
                 (0, "unmap"), (8, "unmap"), (1, "unmap"), (9, "unmap"))
-PUBLISHED = {"page_fault2 A-P100 (96 processes)": (79028, 81411),
-             "page_fault2 A-P50 (48 processes)": (183960, 192078),
-             "page_fault2 B-P100 (144 processes)": (85966, 94467),
-             "page_fault2 B-P50 (72 processes)": (198195, 217526)}
 MAX_ITERATIONS = 2000
 
 OPTIONS = (
@@ -162,25 +159,27 @@ def run(options):
     return {"scenario": NAME, "profile": profile, "cores": options.cores,
             "iterations": options.iterations, "depth": options.depth,
             "stat_walks": options.stat_walks, "counter_offset": options.counter_offset,
-            "variants": variants}
+            "variants": variants,
+            "published": published.check(NAME, profile, options,
+                                          {v: d[METRIC] for v, d in variants.items()})}
 
 
 def table(res):
-    v = res["variants"]
-    before, after = v["layout=before"], v["layout=after"]
+    v, pub = res["variants"], res["published"]
     lines = [f"page-counter on {res['profile']}: {res['cores']} cores x {res['iterations']} "
              f"batches of {PAGES} pages, {res['depth']} cgroup levels, {res['stat_walks']} "
              f"statistics flushes a batch, counter at byte {res['counter_offset']} of its line",
-             f"{'variant':<16}{'pages/s/core':>14}{'ns/page':>10}{'HITM/batch':>12}"
-             f"{'snoop hits/batch':>18}{'upgrades/batch':>16}"]
+             f"{'variant':<16}{'pages/s/core':>14}{'published':>11}{'ratio':>7}{'status':>8}"
+             f"{'ns/page':>9}{'HITM/batch':>12}{'snoop hits/batch':>18}{'upgrades/batch':>16}"]
     for name, d in v.items():
-        lines.append(f"{name:<16}{d['per_process_ops']:>14.0f}{d['ns_per_page']:>10.1f}"
-                     f"{d['hitm_per_batch']:>12.1f}{d['snoop_hits_per_batch']:>18.1f}"
-                     f"{d['upgrades_per_batch']:>16.1f}")
-    ratio = after["per_process_ops"] / before["per_process_ops"] - 1
-    lines.append(f"emulated after/before: {ratio:+.2%} (one socket; the published machines "
-                 f"had 2 and 4)")
-    lines.append("published (will-it-scale.per_process_ops, v5.11-rc1 -> +patch):")
-    for row, (b, a) in PUBLISHED.items():
-        lines.append(f"  {row:<36}{b:>8} -> {a:<8}{a / b - 1:+.1%}")
+        p, ratio, st = published.cells(pub, name, METRIC, ".0f")
+        lines.append(f"{name:<16}{d[METRIC]:>14.0f}{p:>11}{ratio:>7}{st:>8}"
+                     f"{d['ns_per_page']:>9.1f}{d['hitm_per_batch']:>12.1f}"
+                     f"{d['snoop_hits_per_batch']:>18.1f}{d['upgrades_per_batch']:>16.1f}")
+    lines += published.notes(NAME, pub)
+    figures = [pub[f"layout={k}"][METRIC]["published"] for k in page_counter.LAYOUTS]
+    change = v["layout=after"][METRIC] / v["layout=before"][METRIC] - 1
+    lines.append(f"after / before: emulated {change:+.2%} "
+                 f"on one socket, published {figures[1] / figures[0] - 1:+.1%} (48 processes, 2 "
+                 f"sockets; docs/scenarios.md §6 gives the other rows)")
     return "\n".join(lines) + "\n"
