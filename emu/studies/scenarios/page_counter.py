@@ -26,8 +26,8 @@ batches), one socket (the machine has no second one).
 from emu import profiler
 from emu.machine import Machine
 from emu.studies import published
-from emu.studies.costs import NS
-from emu.studies.options import Option
+from emu.studies.costs import NS, load_profile
+from emu.studies.options import Option, OptionError
 from emu.studies.progress import progress
 from isa import Program
 from kernels import memcontrol, page_counter
@@ -66,9 +66,9 @@ OPTIONS = (
            f"statistics flushes per batch, the first of the {len(STAT_FLUSHES)} this study "
            f"derives (default: all; 0: only the counters' own walks read `parent`)",
            low=0, high=len(STAT_FLUSHES)),
-    Option("counter_offset", int, 0, "byte offset of memcg->memory within its cache line, a "
-                                     "multiple of 8 below 64 (default: %(default)s, assumed)",
-           low=0, high=56),
+    Option("counter_offset", int, 0, "byte offset of memcg->memory within its cache line "
+                                     "(default: %(default)s, assumed)",
+           choices=tuple(range(0, 64, 8))),
 )
 
 
@@ -151,8 +151,10 @@ def run_variant(profile, overrides, variant, cores, iterations, depth, stat_walk
 def run(options):
     profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
-    if options.counter_offset % 8:
-        raise ValueError(f"counter_offset {options.counter_offset}: a multiple of 8")
+    most = load_profile(profile, overrides or None).values["core"].get("cores_per_socket", 1)
+    if options.cores > most:
+        raise OptionError(f"{NAME}: option cores: {options.cores} is more than profile "
+                          f"{profile!r} has on a socket (core.cores_per_socket {most})")
     variants = {v: run_variant(profile, overrides, v, options.cores, options.iterations,
                                options.depth, options.stat_walks, options.counter_offset)
                 for v in progress(VARIANTS, NAME, options.progress)}
