@@ -22,6 +22,9 @@ Model departures and assumptions:
   emitted: it is part of the caller's declared work.
 - A flush's atomic_long_add is a LOCK_RMW; parent_mem_cgroup's test and container_of are
   not ops (they overlap the load).
+- The events' flush (__count_memcg_events) and the lruvec's (__mod_memcg_lruvec_state, whose
+  parent_nodeinfo adds a load of the parent's nodeinfo pointer, not emitted) are emitted as
+  __mod_memcg_state's: the same walk, the same reads of `memory.parent`.
 """
 from dataclasses import dataclass
 from typing import Optional

@@ -1,8 +1,8 @@
 """Scenario `page-counter`: false sharing of struct page_counter's `usage` and `parent`
 (commit 802f1d522d5f, v5.12), on will-it-scale page_fault2's memcg accounting.
 
-`--cores` processes (one per core) of one memory cgroup `--depth` levels below and including
-the root's fault pages of a private file mapping and unmap them (will-it-scale
+`--cores` processes, one per core, all in one memory cgroup (`--depth` levels counting the
+root's), fault in the pages of a private file mapping and unmap them (will-it-scale
 tests/page_fault2.c). Per iteration, one batch of MEMCG_CHARGE_BATCH = 32 pages of a core,
 the memcg accounting that touches shared lines is emitted (kernels/page_counter.py,
 kernels/memcontrol.py): the per-CPU charge stock's refill, page_counter_try_charge of 32
@@ -46,8 +46,10 @@ PAGES = memcontrol.MEMCG_CHARGE_BATCH
 # delta flushes past MEMCG_CHARGE_BATCH, so once per ~32 updates of one sign), as
 # (statistic slot, phase): NR_ANON_MAPPED and the anon LRU size each flush once while
 # mapping and once while unmapping, in the memcg (slots 0, 1) and in its per-node
-# lruvec (slots 8, 9); the PGFAULT and PGPGIN events once (slots 2, 3). Which statistics a
-# fault touches is read from the callers as recalled, not from their source.
+# lruvec (slots 8, 9); the PGFAULT and PGPGIN events once (slots 2, 3). Read: PGPGIN per
+# charged page (mem_cgroup_charge_statistics) and the events' flush walk (__count_memcg_events);
+# recalled, not read: the rmap and LRU callers and PGFAULT's. PGPGOUT flushes once per munmap
+# uncharge batch (uncharge_batch), a gather of many pages: left out.
 STAT_FLUSHES = ((0, "map"), (8, "map"), (1, "map"), (9, "map"), (2, "map"), (3, "map"),
                 (0, "unmap"), (8, "unmap"), (1, "unmap"), (9, "unmap"))
 MAX_ITERATIONS = 2000
