@@ -138,7 +138,7 @@ def test_the_api_with_sensitivity_and_without_readings_equals_emu_run(capsys):
      "vhost-tx: no option 'pkts' (options: no_readings, packets, pkt_bytes, desc_copy)"),
     (lambda: studies.run("no-such"), "unknown scenario 'no-such' (scenarios: dax-memcpy, "
                                      "dax-read-copy-mc, dax-write-usercopy, dmapool-test, "
-                                     "vhost-tx)"),
+                                     "page-counter, vhost-tx)"),
     (lambda: studies.run("vhost-tx", sensitivity=["core.no_such"]),
      "--sensitivity core.no_such: profile 'broadwell-ddr4' has no such key"),
 ])
