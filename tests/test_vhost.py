@@ -261,9 +261,10 @@ def test_a_guest_core_feeds_the_host_as_the_peer_ops_do(variant):
     their drain, MESI transfers), the host polls avail->idx for each batch, the guest waits
     for used->idx to reclaim a batch. The frames the host copied are the guest's, every
     packet is used, the host's reads of the guest's lines are HITM transfers as with the
-    peer ops, and the host's time per packet agrees with the peer-op model's (the guest
-    keeps ahead, so the host never waits for it; what differs is the poll's few ops a batch
-    and where the lines sit in the guest's caches): within 3%."""
+    peer ops, and over a few batches (the guest's lines still in its caches: over many, its
+    L2 writes most back first, docs/scenarios.md §2) the host's time per packet agrees with
+    the peer-op model's (the guest keeps ahead, so the host never waits for it; what differs
+    is the poll's few ops a batch): within 3%."""
     n, batch = 4 * vhost.VHOST_NET_BATCH, vhost.VHOST_NET_BATCH
     core = vhost_tx.run_variant("broadwell-ddr4", {}, variant, n, 64, guest="core")
     peer = vhost_tx.run_variant("broadwell-ddr4", {}, variant, n, 64, guest="peer")
