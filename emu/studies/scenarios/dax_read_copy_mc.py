@@ -178,12 +178,13 @@ def run(options):
 
 
 def table(res):
+    cores = res.get("cores", 1)   # results saved before --cores ran one core
     per = math.ceil(res["jobs"] / res["sockets"])
     lines = [f"dax-read-copy-mc on {res['profile']}: sequential reads, bs={res['bs']}, "
              f"{res['ios']} measured reads per job and variant",
              f"jobs={res['jobs']} over {res['sockets']} sockets (assumed even, one namespace "
-             f"each): {res['cores']} emulated core(s) of {per} jobs on a socket, with "
-             f"{res['cores']}/{per} of the LLC and the other {per - res['cores']} jobs' media "
+             f"each): {cores} emulated core(s) of {per} jobs on a socket, with "
+             f"{cores}/{per} of the LLC and the other {per - cores} jobs' media "
              f"traffic at a core's own rate (emu/studies/fio.py); IOPS = {res['jobs']} x a "
              f"core's",
              "published: read IOPS of the kernel test robot's run (no figure given in "

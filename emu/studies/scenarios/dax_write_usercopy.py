@@ -174,8 +174,9 @@ def run(options):
 
 
 def table(res):
+    cores = res.get("cores", 1)   # results saved before --cores ran one core
     lines = [f"dax-write-usercopy on {res['profile']}: psync sequential writes, bs={res['bs']}, "
-             f"jobs={res['jobs']} ({res['cores']} on emulated cores), {res['ios']} measured "
+             f"jobs={res['jobs']} ({cores} on emulated cores), {res['ios']} measured "
              f"writes per job and variant",
              "published: fio psync write, block size and jobs not given (assumed: 4 KiB, 1 job; "
              "the thread gives neither)",
