@@ -280,8 +280,10 @@ class Machine:
         how many).
         A list of programs, one per core of Machine(cores=N): they run together, each op
         of the core whose clock is earliest next (ties: the lowest core), so that the cores'
-        accesses take place in simulated-time order; deterministic; a CoresResult. No
-        coherence yet: a core sees another's stores in memory, not in its caches' timing."""
+        accesses take place in simulated-time order; deterministic; a CoresResult. Functional
+        memory follows x86-TSO: a core's store reaches memory when it leaves its store buffer,
+        and its own loads forward from it (docs/design.md, "Cores"). No coherence yet: a
+        core sees another's stores in memory, not in its caches' timing."""
         if isinstance(program, (list, tuple)):
             if isinstance(repeat, bool) or repeat != 1:
                 raise ValueError("run(programs, repeat=N): one program per core runs once")
