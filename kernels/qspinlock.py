@@ -48,8 +48,9 @@ LOCK_BYTES = 4   # struct qspinlock: one atomic_t
 
 def queued_spin_lock(p, lock):
     """The fast path's LOCK CMPXCHG of 0 -> locked; the slowpath's ops guarded by a branch
-    on the value it found (statically predicted uncontended: `likely`)."""
-    p.lock_cmpxchg(lock, 0, _Q_LOCKED_VAL, LOCK_BYTES, record="queued_spin_lock")
+    on the value it found (statically predicted uncontended: `likely`). The value is
+    recorded under the CMPXCHG's op index (RunResult.values: not 0 where it contended)."""
+    p.lock_cmpxchg(lock, 0, _Q_LOCKED_VAL, LOCK_BYTES, record=True)
     with p.guarded(0, LOADED, predict_in=False):   # taken when val != 0
         queued_spin_lock_slowpath(p, lock)
 
