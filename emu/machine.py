@@ -118,7 +118,7 @@ def _core_cached(S, pt, frames):
 def _values(program, res):
     """RunResult.values of a run of `program` whose res array (the core's word per op) is
     `res`: {record name or op index: value} of its recording ops."""
-    if not len(res):
+    if not len(res) or not program.needs_values():
         return {}
     names = program.record_names
     return {names.get(i, i): int(res[i])
