@@ -118,9 +118,11 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
     """first[c] = index of the first op failing Check c (left -1 if none); site_first[k] =
     index of the first SITE op of site k (left -1 if none); cost[0] = the
     program's WORK cycles, cost[1] = its ops plus the cachelines they touch (floats: no
-    sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table or
-    machine-check-safe flag, cost[3] = 1 if an op is another core's access (what
-    Machine.run needs to know of the whole program, found in the same pass)."""
+    sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table,
+    machine-check-safe or record flag (the run keeps a word per op), cost[3] = 1 if an op
+    is another core's access, cost[4] = 1 if an op waits for, records or computes on a
+    value in memory (what Machine.run needs to know of the whole program, found in the
+    same pass)."""
     work = 0.0
     units = float(ops.shape[0])
     peer = False
@@ -165,6 +167,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         if op == Op.WAIT and flags & FLAG_AT_LEAST and (size == 8 or src != -1):
             _fail(first, Check.AT_LEAST, i)
         recorded |= (flags & FLAG_RECORD) != 0
+        if op == Op.WAIT or flags & (FLAG_RECORD | FLAG_VALUE_DATA | RMW_KINDS):
+            cost[4] = 1.0
         if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
             _fail(first, Check.SIZE, i)
         if rule == SizeRule.MOVNT:
@@ -231,18 +235,21 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
 NO_OPS = (0.0, 0.0, False, False)   # validated()'s answer for no ops
 
 
-def validated(ops, n_sites, blob_len, site_first=None):
+def validated(ops, n_sites, blob_len, site_first=None, values=None):
     """Raise ProgramError naming the first op whose operands the core cannot execute; else
-    (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE or FLAG_MCSAFE op, any
-    other core's access), as Program.validate returns them. site_first (n_sites long, all
-    -1), if given, gets the index of each site's first SITE op."""
+    (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE, FLAG_MCSAFE or FLAG_RECORD
+    op, any other core's access), as Program.validate returns them. site_first (n_sites
+    long, all -1), if given, gets the index of each site's first SITE op; values (one
+    word), if given, whether an op waits for, records or computes on a value in memory."""
     if not len(ops):
         return NO_OPS
     first = np.full(len(Check), -1, dtype=np.int64)
-    cost = np.zeros(4, dtype=np.float64)
+    cost = np.zeros(5, dtype=np.float64)
     if site_first is None:
         site_first = np.full(max(n_sites, 1), -1, dtype=np.int64)
     first_bad(ops, n_sites, blob_len, first, cost, site_first)
+    if values is not None:
+        values[0] = int(cost[4])
     for check in Check:
         i = int(first[check])
         if i < 0:

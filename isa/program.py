@@ -110,6 +110,7 @@ class Program:
         self._checked = NO_OPS       # validate()'s answer, while no op changed since
         self._sites_used = ()        # sites_used()'s, kept with it
         self.record_names = {}       # op index -> the name of the value it records
+        self._values = np.zeros(1, dtype=np.int64)   # validate()'s: an op uses values (1)
 
     def __len__(self):
         return self._n
@@ -618,17 +619,18 @@ class Program:
         are checked as they are added, is read once (or never) at 56 bytes an op."""
         if self._checked is None:
             first = np.full(max(len(self.site_names), 1), -1, dtype=np.int64)
-            self._checked = validated(self.ops, len(self.site_names), len(self._blob), first)
+            self._checked = validated(self.ops, len(self.site_names), len(self._blob), first,
+                                      self._values)
             used = np.flatnonzero(first >= 0)
             self._sites_used = tuple(used[np.argsort(first[used])].tolist())
         return self._checked
 
     def needs_values(self):
         """Whether an op records, waits for or computes on values in memory (only
-        functional memory has them)."""
-        ops = self.ops
-        return bool(np.any(ops[:, COL_OP] == Op.WAIT) or np.any(
-            ops[:, COL_FLAGS] & (FLAG_RECORD | FLAG_VALUE_DATA | FLAG_RMW_ADD | FLAG_RMW_CMPXCHG)))
+        functional memory has them): found by validate() (batches of loads and stores add
+        none)."""
+        self.validate()
+        return bool(self._values[0])
 
     def sites_used(self):
         """The indices of the site names SITE ops use, in the order of their first SITE ops

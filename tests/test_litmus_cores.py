@@ -3,7 +3,7 @@
 Each test's threads become one program per core (a store, load, fence or locked op per op),
 run many times under random timing: start offsets and WORK between ops, the locations
 packed in one line or spread over lines and pages, each line cached by some cores and
-flushed by others first. As tests/reference_tso.py says how the emulator is to be checked:
+flushed by others first, the cores brought together by a WAIT barrier. As tests/reference_tso.py says how the emulator is to be checked:
 every final state must be one x86-TSO allows (tso_outcomes: the forbidden ones never come),
 and over the runs every relaxed outcome (allowed by x86-TSO, not by SC) must come, or the
 perturbations do not reach the store buffer's window and the first check proves little.
@@ -19,8 +19,7 @@ from litmus import TESTS
 from reference_tso import relaxed_outcomes, tso_outcomes
 
 # perturbed runs per test; a test with relaxed outcomes takes RUNS_RELAXED per relaxed
-# outcome, to reach each of them (every run is checked against the enumerator either way);
-# the file runs in well under 30 s
+# outcome, to reach each of them (every run is checked against the enumerator either way)
 RUNS, RUNS_RELAXED = 40, 200
 MAX_START = 300      # cycles of WORK before a core's first op: about a store's miss to DRAM,
 #                      so that one core's stores are still buffered while another's ops run
