@@ -45,7 +45,8 @@ class Op(IntEnum):
     #                   is SRC; with FLAG_SPIN retried, a PAUSE apart, until it is); sizes 1, 2,
     #                   4, 8 with a kind or FLAG_RECORD (the old value recorded)
     WAIT = 22         # addr, size 1/2/4/8, src = mask, imm = value: a PAUSE loop that loads
-    #                   the bytes until (bytes & mask) == (value & mask) (smp_cond_load_acquire)
+    #                   the bytes until (bytes & mask) == (value & mask) (smp_cond_load_acquire);
+    #                   FLAG_AT_LEAST: until they are at or past IMM as a wrapping index
 
 
 N_OPS = len(Op)
