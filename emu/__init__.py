@@ -8,7 +8,8 @@ from emu.results import (
     RunResult,
     SmapFault,
     UnmappedAccess,
+    WaitForever,
 )
 
 __all__ = ["EmuFault", "Machine", "MachineCheck", "MemoryLimitFault", "PrivilegeFault",
-           "RunResult", "SmapFault", "UnmappedAccess"]
+           "RunResult", "SmapFault", "UnmappedAccess", "WaitForever"]

@@ -174,7 +174,7 @@ def _zero_fill(S, pt, frames, dst, n):
         d = dst + pos
         k = min(64 - (d & 63), n - pos)
         pl.rob_gate(S, 0)
-        hd.store_line(S, d >> 6, (k + 7) // 8)
+        hd.store_line(S, d >> 6, (k + 7) // 8, d)
         pl.issue(S, (k + 7) // 8)
         if S[MT.FUNCTIONAL]:
             mm.write_imm(S, pt, frames, d, 0, k)

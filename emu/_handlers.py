@@ -1,7 +1,19 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
 from emu import _pipeline as pl
 from emu.state import SC, SCTR, TP
-from isa.ops import COL_ADDR, COL_DATA, COL_FLAGS, COL_IMM, COL_OP, COL_SIZE, Op
+from isa.ops import (
+    COL_ADDR,
+    COL_DATA,
+    COL_FLAGS,
+    COL_IMM,
+    COL_OP,
+    COL_SIZE,
+    COL_SRC,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_VALUE_DATA,
+    Op,
+)
 from memmodel import _hierarchy as hier
 from memmodel import _memside as mside
 from memmodel import _persist as persist
@@ -37,11 +49,11 @@ def load(S, addr, size, dependent, ip):
 
 
 @inlined
-def store_line(S, line, n):
-    """`n` stores to `line` (an RFO, then n store-buffer entries committing in order once
-    the line is owned and the stores have retired)."""
+def store_line(S, line, n, addr):
+    """`n` stores to `line`, the first beginning at byte `addr` (an RFO, then n store-buffer
+    entries committing in order once the line is owned and the stores have retired)."""
     t0 = S[SC.NOW]
-    ready, wait = hier.demand(S, line, t0, K_STORE, 0, 0)
+    ready, wait = hier.demand(S, line, t0, K_STORE, 0, addr)
     pl.stall_until(S, wait, SCTR.FILL_BUFFER)
     at = max(ready, t0 + 1, S[SC.DONE_MAX])   # pl.commit_at as of its dispatch at t0
     for _ in range(n):
@@ -52,9 +64,9 @@ def store_line(S, line, n):
 def store(S, addr, size):
     first = addr >> 6
     last = (addr + size - 1) >> 6
-    store_line(S, first, 1)
+    store_line(S, first, 1, addr)
     if last != first:
-        store_line(S, last, 1)
+        store_line(S, last, 1, last << 6)
     pl.issue(S, 1)
 
 
@@ -66,9 +78,10 @@ def locked_rmw(S, addr, size):
     pl.stall_until(S, max(S[SC.DONE_MAX], S[SC.SB_LAST]), SCTR.FENCE)
     pl.retired(S)
     t0 = S[SC.NOW]
-    ready = hier.demand(S, addr >> 6, t0, K_STORE, 0, 0)[0]
-    if (addr + size - 1) >> 6 != addr >> 6:
-        ready = max(ready, hier.demand(S, (addr + size - 1) >> 6, t0, K_STORE, 0, 0)[0])
+    ready = hier.demand(S, addr >> 6, t0, K_STORE, 0, addr)[0]
+    last = (addr + size - 1) >> 6
+    if last != addr >> 6:
+        ready = max(ready, hier.demand(S, last, t0, K_STORE, 0, last << 6)[0])
     done = max(ready, t0 + S[TP.LOCK_RMW])
     pl.issue(S, 1)
     pl.stall_until(S, done, SCTR.FENCE)
@@ -85,11 +98,20 @@ def movnt(S, addr, size, r):
 
 
 @inlined
+def store_imm(S, ops, i):
+    """The immediate whose bytes store i writes (COL_DATA -1): with FLAG_VALUE_DATA, plus
+    the last recorded value."""
+    if ops[i, COL_FLAGS] & FLAG_VALUE_DATA:
+        return ops[i, COL_IMM] + S[SC.VAL]
+    return ops[i, COL_IMM]
+
+
+@inlined
 def store_data(S, pt, frames, ops, data, i, addr, size):
     if ops[i, COL_DATA] >= 0:
         mm.write_bytes(S, pt, frames, addr, data, ops[i, COL_DATA], size)
     else:
-        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+        mm.write_imm(S, pt, frames, addr, store_imm(S, ops, i), size)
 
 
 @inlined
@@ -111,6 +133,30 @@ def write_memory(S, pt, frames, ops, data, i, addr, size):
     if S[MT.FUNCTIONAL]:
         store_data(S, pt, frames, ops, data, i, addr, size)
         persist.eadr_store(S, addr, size)
+
+
+@compiled
+def rmw_memory(S, pt, frames, ops, data, i, addr, size):
+    """Functional memory's side of LOCK_RMW i (the op is one atomic step: the scheduler runs
+    no other core's op, nor lands a store, inside it): its old value (of a kind's or a
+    recorded op's 1, 2, 4 or 8 bytes) read, the new one written. Returns (old value,
+    whether it wrote: a CMPXCHG that found another value than SRC writes nothing)."""
+    flags = ops[i, COL_FLAGS]
+    old = mm.read_value(S, pt, frames, addr, min(size, 8))
+    if flags & FLAG_RMW_CMPXCHG:
+        want = ops[i, COL_SRC]
+        if size < 8:
+            want &= (1 << (8 * size)) - 1
+        if old != want:
+            return old, False
+        mm.write_imm(S, pt, frames, addr, ops[i, COL_IMM], size)
+        persist.eadr_store(S, addr, size)
+    elif flags & FLAG_RMW_ADD:   # write_imm writes `size` bytes: the sum wraps as LOCK XADD's
+        mm.write_imm(S, pt, frames, addr, old + ops[i, COL_IMM], size)
+        persist.eadr_store(S, addr, size)
+    else:
+        write_memory(S, pt, frames, ops, data, i, addr, size)
+    return old, True
 
 
 @inlined
@@ -314,12 +360,12 @@ def copy(S, pt, frames, op, dst, src, n):
                 hier.own_line(S, line, t0)
                 pl.sb_push(S, pl.commit_at(S), SCTR.STORE_BUFFER)
             else:
-                store_line(S, line, 1)
+                store_line(S, line, 1, d)
             f = S[SC.REP_FRAC] + S[TP.REP_LINE_FP] * k // 64
             S[SC.NOW] += f // md.FP
             S[SC.REP_FRAC] = f % md.FP
         else:
-            store_line(S, line, words)
+            store_line(S, line, words, d)
             cm.count(S, 0, cm.CC.STORE_HITS, words - 1)
             pl.issue(S, 2 * words)
         if functional:

@@ -30,12 +30,15 @@ from emu.results import (
     MemoryLimitFault,
     RunResult,
     UnmappedAccess,
+    WaitForever,
     fault,
 )
 from isa.ops import (
     COL_ADDR,
+    COL_FLAGS,
     COL_OP,
     COL_SIZE,
+    FLAG_RECORD,
     N_COLS,
     PEER_OPS,
     PHYS_LIMIT,
@@ -102,7 +105,7 @@ def _core_cached(S, pt, frames):
         return True
     ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)
     sig = tuple(run.typeof_pyval(a) for a in (S, pt, frames, ops, data, out, 0, out, out, True,
-                                              0))
+                                              0, False))
     if sig in run.overloads:
         return True
     try:
@@ -110,6 +113,16 @@ def _core_cached(S, pt, frames):
         return key in run._cache._cache_file._load_index()
     except AttributeError:   # a NullCache (caching off), or numba changed its private API
         return False
+
+
+def _values(program, res):
+    """RunResult.values of a run of `program` whose res array (the core's word per op) is
+    `res`: {record name or op index: value} of its recording ops."""
+    if not len(res):
+        return {}
+    names = program.record_names
+    return {names.get(i, i): int(res[i])
+            for i in np.flatnonzero(program.ops[:, COL_FLAGS] & FLAG_RECORD).tolist()}
 
 
 def _announce_compile(m):
@@ -143,7 +156,8 @@ class Machine:
     cores: the cores in the machine, 1 to the profile's core.cores_per_socket, each with its
         own window, store buffer, WC and fill buffers, L1D and L2, sharing the LLC and the
         memory side (memmodel.layout, "Cores"). run(program) runs on core 0, run([program,
-        ...]) one program per core, together (run). No coherence yet.
+        ...]) one program per core, together (run); their caches are coherent
+        (memmodel._coherence).
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
@@ -172,7 +186,7 @@ class Machine:
         self.S, self.pt, self.frames = build_memory_side(
             self.layout, v, regions, functional=functional, node=node, seed=seed,
             hot_lines=hot_lines, background=self.background)
-        state_setup.init_sections(self.S, v, smap)
+        state_setup.init_sections(self.S, v, smap, cores=int(cores))
         spread(self.layout, self.S)
         # the core takes spare rows unasked (grow checks the limit only when they run
         # out): no more rows than the limit, the cores' reserved frames (held and counted)
@@ -267,8 +281,10 @@ class Machine:
         how many).
         A list of programs, one per core of Machine(cores=N): they run together, each op
         of the core whose clock is earliest next (ties: the lowest core), so that the cores'
-        accesses take place in simulated-time order; deterministic; a CoresResult. No
-        coherence yet: a core sees another's stores in memory, not in its caches' timing."""
+        accesses take place in simulated-time order; deterministic; a CoresResult. Functional
+        memory follows x86-TSO: a core's store reaches memory when it leaves its store buffer,
+        and its own loads forward from it (docs/design.md, "Cores"); the cores' caches are
+        coherent (MESI, docs/machine.md "Cores")."""
         if isinstance(program, (list, tuple)):
             if isinstance(repeat, bool) or repeat != 1:
                 raise ValueError("run(programs, repeat=N): one program per core runs once")
@@ -286,8 +302,13 @@ class Machine:
         _announce_compile(self)
         work, units, fixups, peer = program.validate()
         if repeat and fixups:
-            raise ValueError("run(repeat=N) of a program with exception-table ops: run it "
-                             "N times to read each run's RunResult.left()")
+            raise ValueError("run(repeat=N) of a program with exception-table or recording "
+                             "ops: run it N times to read each run's RunResult.left() or "
+                             ".values")
+        if not self.functional and program.needs_values():
+            raise ValueError("a program that records, waits for or computes on values "
+                             "(record=, plus_recorded, wait, lock_xadd, lock_cmpxchg) needs "
+                             "functional memory (Machine(functional=True))")
         if peer and len(self.profile.values["cache"]) < 2:
             raise ValueError(f"{'/'.join(op.name for op in PEER_OPS)}: another core's access "
                              "needs a private cache level above a shared last level; this "
@@ -325,10 +346,13 @@ class Machine:
         t = time.perf_counter()
         while True:
             _core.run(self.S, self.pt, self.frames, ops, data, sites, i, undone, self._out,
-                      self.plain_path, len(ops))
+                      self.plain_path, len(ops), False)
             i = int(self._out[1])
             if self._out[0] == st.ST_OK:
                 break
+            if self._out[0] == st.ST_WAIT:
+                _pipeline.finish(self.S)
+                raise self._wait_forever([(0, program, i, self._out)])
             self._stopped(self._out, i, ops[i], self.S, Op(int(ops[i, COL_OP])).name, [self.S])
         if self.S[MS.PQ_COUNT] > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
@@ -337,7 +361,7 @@ class Machine:
             COMPILE_SECONDS["run"] = time.perf_counter() - t
         cycles = end - start_cycle
         return RunResult(cycles=cycles, seconds=cycles / (self.freq_ghz * 1e9), ops=len(ops),
-                         undone=undone if fixups else None)
+                         undone=undone if fixups else None, values=_values(program, undone))
 
     def _stopped(self, out, i, op, S_k, what, views):
         """A run stopped (out[0], not ST_OK) at op i, whose row is `op`, on the core whose view
@@ -385,25 +409,50 @@ class Machine:
         begin[:-1, 3] = np.where([c[2] for c in checks], begin[:-1, 3], -1)
         ops, data, sites, res = (np.concatenate(a) for a in parts)
         pos, out = np.zeros(self.cores, dtype=np.int64), np.zeros(5, dtype=np.int64)
+        spinning = np.zeros(self.cores, dtype=np.int64)
         starts = [int(v[st.SC.NOW]) for v in views]
         while True:   # grow() replaces pt and frames, never S: the views stay
             _core.run_cores(self.S, self.layout.fixed_words, self.pt, self.frames, ops, data,
-                            sites, res, begin, pos, out)
+                            sites, res, begin, pos, spinning, out)
             k, i = int(out[4]), int(out[1])
             if out[0] == st.ST_OK:
                 break
+            if out[0] == st.ST_WAIT:
+                for v in views:
+                    _pipeline.finish(v)
+                raise self._wait_forever([(c, programs[c], int(pos[c]), out if c == k else None)
+                                          for c in range(self.cores)
+                                          if pos[c] < len(programs[c])])
             op = parts[0][k][i]
             self._stopped(out, i, op, views[k], f"core {k}'s {Op(int(op[COL_OP])).name}", views)
         if max(v[MS.PQ_COUNT] for v in views) > PQ_ENTRIES:
             raise RuntimeError("internal error: persistence queue overflow in one op")
+        for u, r0 in zip(undone, begin[:-1, 3].tolist()):   # res is the cores' words joined
+            if r0 >= 0:
+                u[:] = res[r0:r0 + len(u)]
         ends = [int(_pipeline.finish(v)) if drain else int(v[st.SC.NOW]) for v in views]
         hz = self.freq_ghz * 1e9
         per = [RunResult(cycles=e - s, seconds=(e - s) / hz, ops=len(p),
-                         undone=u if c[2] else None)
+                         undone=u if c[2] else None, values=_values(p, u))
                for e, s, p, u, c in zip(ends, starts, programs, undone, checks)]
         cycles = max(ends) - min(starts)
         return CoresResult(cycles=cycles, seconds=cycles / hz, ops=sum(map(len, programs)),
                            cores=per)
+
+    def _wait_forever(self, waiting):
+        """The WaitForever of the cores `waiting`: (core, program, op index, out of its last
+        check or None)."""
+        what = []
+        for k, program, i, out in waiting:
+            row = program.ops[i]
+            found = f", found {int(out[3]):#x}" if out is not None else ""
+            what.append(f"core {k} op {i} ({Op(int(row[COL_OP])).name} at {int(row[COL_ADDR]):#x}"
+                        f"{found})")
+        k, program, i, _ = next((w for w in waiting if w[3] is not None), waiting[0])
+        why = ("no other core can change it" if self.cores == 1 else
+               "every core with ops left waits, and no store is on its way to memory")
+        return WaitForever("wait forever", i, self.site_names[int(self.core_state(k)[st.SC.SITE])],
+                           int(program.ops[i][COL_ADDR]), f"{why}: {'; '.join(what)}")
 
     # ------------------------------------------------------------------ memory
     def run_rounds(self, programs, repeat):

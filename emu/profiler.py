@@ -48,6 +48,39 @@ class HotLine:
     trace_addr: int = None  # a replayed trace's address of the line, if it was remapped
 
 
+#: What each core's accesses to a shared line did (SharedLine.cores), as perf c2c counts them.
+C2C_KEYS = ("loads", "stores", "hitm", "peer_hits", "upgrades")
+
+
+@dataclass
+class SharedLine:
+    """A line the cores shared: one row of the c2c report (RunProfile.c2c). Like perf c2c's
+    samples (loads of 30 cycles and more), what is counted are the accesses that left a
+    core's L1D: its misses and its stores' upgrades; an access that hits a line its core
+    holds alone takes no part in the sharing. `cores`: {core: {C2C_KEYS: n, "offsets": the
+    bytes of the line where its accesses began, "sites": the sites that made them (the
+    first few)}}."""
+    addr: int
+    region: str
+    cores: dict
+
+    def total(self, key):
+        return sum(c[key] for c in self.cores.values())
+
+    @property
+    def hitm(self):
+        """Accesses that found the line modified in another core (all local: one socket)."""
+        return self.total("hitm")
+
+    @property
+    def false_sharing(self):
+        """Whether the cores' accesses began at disjoint bytes of the line (more than one
+        core, no offset in common): the line bounces for data no two cores share."""
+        offsets = [set(c["offsets"]) for c in self.cores.values() if c["offsets"]]
+        return len(offsets) > 1 and all(a.isdisjoint(b) for i, a in enumerate(offsets)
+                                        for b in offsets[i + 1:])
+
+
 def split_site(name):
     """(function, file, line) of a site name; file "" and line 0 without a source line."""
     function, sep, where = name.partition(LINE_SEP)
@@ -67,6 +100,7 @@ class RunProfile:
     hot_dropped: int = 0    # misses on lines the table had no room for
     machines: int = 1
     units: dict = field(default_factory=dict)   # unit name (e.g. "I/O") -> units run (units())
+    shared: dict = field(default_factory=dict)  # line -> SharedLine (c2c())
 
     @classmethod
     def of(cls, m):
@@ -88,16 +122,32 @@ class RunProfile:
                  "llc_misses": int(hr[i, HR.LLC_MISSES])}
             d.update(s["regions"][name])   # line_reads, line_writes
             regions[name] = d
-        hot = {}
-        rows = m.layout.view(m.S, "hot")
-        for row in rows[rows[:, HL.LINE] >= 0]:
-            line = int(row[HL.LINE])
-            tags = [int(t) for t in row[HL.TAG0:HL.TAG0 + N_TAGS] if t >= 0]
-            hot[line] = HotLine(line << 6, _region_of(m, line << 6), int(row[HL.L1D_MISSES]),
-                                int(row[HL.STORE_MISSES]), int(row[HL.LLC_MISSES]),
-                                int(row[HL.MISS_CYCLES]), [m.site_names[t] for t in tags],
-                                bool(row[HL.MORE]))
-        return cls(m.freq_ghz, sites, regions, hot, int(m.S[MS.HOT_DROPPED]))
+        out = cls(m.freq_ghz, sites, regions)
+        for k in range(m.cores):   # each core's hot-line table
+            S_k = m.core_state(k)
+            rows = m.layout.view(S_k, "hot")
+            one = cls(m.freq_ghz, hot_dropped=int(S_k[MS.HOT_DROPPED]), machines=0)
+            for row in rows[rows[:, HL.LINE] >= 0]:
+                line = int(row[HL.LINE])
+                region = _region_of(m, line << 6)
+                sites_k = [m.site_names[int(t)] for t in row[HL.TAG0:HL.TAG0 + N_TAGS] if t >= 0]
+                if row[HL.L1D_MISSES]:
+                    one.hot[line] = HotLine(line << 6, region, int(row[HL.L1D_MISSES]),
+                                            int(row[HL.STORE_MISSES]), int(row[HL.LLC_MISSES]),
+                                            int(row[HL.MISS_CYCLES]), sites_k,
+                                            bool(row[HL.MORE]))
+                stores = int(row[HL.STORE_MISSES]) + int(row[HL.UPGRADES])
+                one.shared[line] = SharedLine(line << 6, region, {k: {
+                    "loads": int(row[HL.L1D_MISSES] - row[HL.STORE_MISSES]), "stores": stores,
+                    "hitm": int(row[HL.HITM]), "peer_hits": int(row[HL.PEER_HITS]),
+                    "upgrades": int(row[HL.UPGRADES]),
+                    "offsets": [b for b in range(64) if int(row[HL.OFFSETS]) >> b & 1],
+                    "sites": sites_k}})
+            out = out + one
+        # a line is shared when its accesses met another core's copy
+        out.shared = {line: s for line, s in out.shared.items()
+                      if s.hitm or s.total("peer_hits") or s.total("upgrades")}
+        return out
 
     def __add__(self, other):
         out = RunProfile(self.freq_ghz, _sum(self.sites, other.sites),
@@ -116,6 +166,8 @@ class RunProfile:
                                         a.more or h.more or len(sites) > N_TAGS)
             else:
                 out.hot[line] = h
+        out.shared = {line: _merge_shared(self.shared.get(line), other.shared.get(line))
+                      for line in {**self.shared, **other.shared}}
         return out
 
     # ------------------------------------------------------------------ views
@@ -139,6 +191,15 @@ class RunProfile:
         outstanding longest (the address only orders lines equal in both)."""
         return sorted(self.hot.values(),
                       key=lambda h: (-h.l1d_misses, -h.miss_cycles, h.addr))[:n]
+
+    def c2c(self, n=10):
+        """The `n` lines the cores shared with the most HITM transfers (then the most
+        accesses that met another core's copy), as perf c2c's Shared Data Cache Line Table
+        orders them: [SharedLine]."""
+        def key(s):
+            return (-s.hitm, -(s.total("peer_hits") + s.total("upgrades")),
+                    -(s.total("loads") + s.total("stores")), s.addr)
+        return sorted(self.shared.values(), key=key)[:n]
 
     def to_frame(self, table="functions"):
         """One table of the profile as a pandas DataFrame (emu.frames), its counters as
@@ -169,7 +230,29 @@ class RunProfile:
                           for (f, ln, fn), d in self.lines().items()],
                 "regions": self.regions,
                 "hot_lines": [vars(h) for h in self.hot_lines(top)],
-                "hot_lines_dropped_misses": self.hot_dropped}
+                "hot_lines_dropped_misses": self.hot_dropped,
+                "c2c": [{"addr": s.addr, "region": s.region, "hitm": s.hitm,
+                         "false_sharing": s.false_sharing,
+                         "cores": {str(k): c for k, c in sorted(s.cores.items())}}
+                        for s in self.c2c(top)]}
+
+
+def _merge_shared(a, b):
+    """One SharedLine of two profiles' (either may be None): per core, counts added, offsets
+    and sites joined."""
+    if a is None or b is None:
+        return a or b
+    cores = {k: dict(c) for k, c in a.cores.items()}
+    for k, c in b.cores.items():
+        if k not in cores:
+            cores[k] = dict(c)
+            continue
+        d = cores[k]
+        for key in C2C_KEYS:
+            d[key] += c[key]
+        d["offsets"] = sorted(set(d["offsets"]) | set(c["offsets"]))
+        d["sites"] = (d["sites"] + [s for s in c["sites"] if s not in d["sites"]])[:N_TAGS]
+    return SharedLine(a.addr, a.region, cores)
 
 
 def _region_of(m, addr):

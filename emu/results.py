@@ -1,6 +1,6 @@
 """What a run gives back: its result (RunResult), the precise faults it can stop with, and
 the crash image of the persistent regions (Machine.crash)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +35,12 @@ class MachineCheck(EmuFault):
     """Poison consumed outside a machine-check-safe copy: unrecoverable."""
 
 
+class WaitForever(EmuFault):
+    """A WAIT (or spinning LOCK CMPXCHG) waits for a value no core can write any more: every
+    core with ops left waits, and no store is on its way to memory (with one core: any
+    wait whose first check fails)."""
+
+
 class MemoryLimitFault(EmuFault, MemoryLimit):
     """The op would need more functional memory than Machine(memory_limit_bytes) allows: a
     precise fault, and the MemoryLimit that write() raises, so one except catches both."""
@@ -63,6 +69,9 @@ class RunResult:
     ops: int
     undone: np.ndarray | None = None   # bytes each exception-table op left undone
     fast_forwarded: int = 0   # with repeat=N: the repetitions applied as a shift, not run
+    #: the values the program's recording ops read (Program.load(record=...), lock_xadd,
+    #: lock_cmpxchg, lock_rmw, wait): {record name (or op index): value}
+    values: dict = field(default_factory=dict)
 
     def left(self, op_index):
         """Bytes op `op_index` (a FLAG_EXTABLE / FLAG_MCSAFE op) left undone: 0 unless it

@@ -7,7 +7,7 @@ any program runs (emu.state_setup).
 """
 from memmodel.layout import EXACT, HEAD, MM, PRIVATE, TOTAL, Block, clock, fields, mark
 
-EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR BPRED", start=MM.end)
+EH = fields("EH", "ROB_SEQ ROB_LSEQ ROB_DONE ROB_OPS SB SITE_CTR BPRED TSO", start=MM.end)
 # tp: timing parameters and switches of the core (cycles unless named otherwise)
 _TP = ("UPC RETIRE ROB LB SB LFENCE SFENCE MFENCE CLFLUSH CLFLUSHOPT CLWB STAC CLAC MOVNT REP_START "
        "REP_LINE_FP REP_NRFO SMAP STORE_COMMIT MISPREDICT INDEX_MASK FAULT_FIXUP MCE "
@@ -66,5 +66,18 @@ SITE_COUNTER_NAMES = tuple(_RENAMED.get(c.name.lower(), c.name.lower()) for c in
 STALL_CAUSES = tuple(n.lower() for n in _SCTR_STALLS.split())
 N_SCOUNT = len(SCTR)
 
-# Run status (out[0]); out[1] = op index, out[2] = address, out[3] = detail.
-ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE, ST_FAULT_MCE = range(6)
+# tso: with several cores, the stores a core issued that functional memory does not hold yet
+# (x86-TSO's store buffer, emu._tso): its head, count and slots, the PAUSE instruction's
+# cycles (a WAIT's failed check), then the slots, oldest first from HEAD, each a store:
+# when it drains (leaves the store buffer: emu._pipeline.sb_push's cycle), its address and
+# size, its data's offset in the program's blob or -1, and its immediate bytes. Empty with one
+# core: its stores write memory at once.
+TS = fields("TS", "HEAD COUNT SLOTS PAUSE", start=0)
+PS = fields("PS", "DRAIN ADDR SIZE DATA IMM", start=0)
+N_TS, N_PS = len(TS), len(PS)
+
+# Run status (out[0]); out[1] = op index, out[2] = address, out[3] = detail. ST_WAIT: op
+# out[1] (a WAIT, or a spinning LOCK CMPXCHG) found out[3] at out[2], not what it waits for,
+# and has not run: the core spins (with several cores), or no other core can change it.
+ST_OK, ST_NEED_PAGES, ST_FAULT_UNMAPPED, ST_FAULT_SMAP, ST_FAULT_PRIVILEGE, ST_FAULT_MCE, \
+    ST_WAIT = range(7)

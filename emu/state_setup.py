@@ -1,7 +1,9 @@
 """The core's sections (emu.state) declared with their roles and set from the profile's
 [core] and [instr] tables: Python only, out of the compiled modules."""
-from emu.state import EH, N_SCOUNT, SC, SC_ROLES, TP
-from memmodel.layout import COUNTER, EXACT, PRIVATE, ring
+import numpy as np
+
+from emu.state import EH, N_SCOUNT, PS, SC, SC_ROLES, TP, TS
+from memmodel.layout import COUNTER, EXACT, HEAD, PRIVATE, clock, ring
 from memmodel.media import FP
 
 
@@ -20,9 +22,24 @@ def add_sections(layout, values, n_sites):
     # the branch predictor's 2-bit counters (emu._speculation); model state, as the caches'
     # contents: reset_stats() leaves them, state_hash() covers them
     layout.add("bpred", core["branch_predictor_entries"], EXACT, share=PRIVATE)
+    # the stores not yet in functional memory (emu.state TS): several cores only. A slot a
+    # store buffer entry each, and two more: a store that crosses a line takes two entries
+    # in the timing ring, one here, and the ring fills before its entries' drain times pass
+    slots = core["store_buffer_entries"] + 2 if layout.cores > 1 else 0
+    layout.add("tso", len(TS) + slots * len(PS) if slots else 0, _tso_roles, share=PRIVATE)
 
 
-def init_sections(S, values, smap):
+def _tso_roles(layout, S):
+    """The tso section's head, and its slots' drain cycles (-1 in an empty slot)."""
+    size = int(np.prod(layout.shapes["tso"]))
+    if not size:
+        return []
+    off = layout.offsets["tso"]
+    slots = np.arange(off + len(TS), off + size).reshape(-1, len(PS))
+    return [(np.array([off + TS.HEAD]), HEAD), (slots[:, PS.DRAIN], clock("cycles", none=True))]
+
+
+def init_sections(S, values, smap, cores=1):
     core, instr = values["core"], values["instr"]
     tp = {
         TP.UPC: core["uops_per_cycle"], TP.RETIRE: core["retire_uops_per_cycle"],
@@ -52,3 +69,8 @@ def init_sections(S, values, smap):
     S[SC.KERNEL] = 1
     S[SC.MASK] = -1
     S[S[EH.BPRED]:S[EH.BPRED] + core["branch_predictor_entries"]] = core["branch_counter_init"]
+    if cores > 1:
+        t = S[EH.TSO]
+        slots = core["store_buffer_entries"] + 2
+        S[t + TS.SLOTS], S[t + TS.PAUSE] = slots, instr["pause_cycles"]
+        S[t + len(TS) + PS.DRAIN:t + len(TS) + slots * len(PS):len(PS)] = -1

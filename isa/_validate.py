@@ -15,11 +15,17 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_AT_LEAST,
     FLAG_DEPENDENT,
     FLAG_EXTABLE,
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_MCSAFE,
+    FLAG_RECORD,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_SPIN,
+    FLAG_VALUE_DATA,
     FLAG_VALUE_INDEX,
     FLAG_VALUE_LIMIT,
     FLUSH,
@@ -31,6 +37,7 @@ from isa.ops import (
     PEER,
     PHYS_LIMIT,
     RANGE_KIND,
+    RMW_KINDS,
     SIZE_RULE,
     VALUE_USE,
     AddrKind,
@@ -80,6 +87,14 @@ _CHECKS = (
     ("BODY", "branch body beyond the end of the program"),
     ("INDEX", "negative index or limit"),
     ("IP", "negative instruction address (ip)"),
+    ("VALUE_SIZE", "value of a wait, locked op's kind or record not 1, 2, 4 or 8 bytes aligned "
+                   "to its size (a recorded load or a value-data store: at most 8 bytes)"),
+    ("RECORD_FIXUP", "a recorded op cannot also go to an exception-table fixup"),
+    ("VALUE_DATA", "store of a recorded value: no op before it records one"),
+    ("RMW", "locked op: both add and cmpxchg, spin without cmpxchg, or data bytes with a kind "
+            "(its operand is the immediate)"),
+    ("AT_LEAST", "wait for an index at or past a value: not 1, 2 or 4 bytes with the whole "
+                 "value (mask -1)"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
 WHY = tuple(why for _, why in _CHECKS)
@@ -103,12 +118,15 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
     """first[c] = index of the first op failing Check c (left -1 if none); site_first[k] =
     index of the first SITE op of site k (left -1 if none); cost[0] = the
     program's WORK cycles, cost[1] = its ops plus the cachelines they touch (floats: no
-    sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table or
-    machine-check-safe flag, cost[3] = 1 if an op is another core's access (what
-    Machine.run needs to know of the whole program, found in the same pass)."""
+    sum of valid operands can wrap); cost[2] = 1 if an op has an exception-table,
+    machine-check-safe or record flag (the run keeps a word per op), cost[3] = 1 if an op
+    is another core's access, cost[4] = 1 if an op waits for, records or computes on a
+    value in memory (what Machine.run needs to know of the whole program, found in the
+    same pass)."""
     work = 0.0
     units = float(ops.shape[0])
     peer = False
+    recorded = False   # an op before i records a value
     for i in range(ops.shape[0]):
         op = ops[i, COL_OP]
         if op < 0 or op >= N_OPS:
@@ -127,9 +145,30 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         src = ops[i, COL_SRC]
         imm = ops[i, COL_IMM]
         flags = ops[i, COL_FLAGS]
-        if flags & (FLAG_EXTABLE | FLAG_MCSAFE):
+        if flags & (FLAG_EXTABLE | FLAG_MCSAFE | FLAG_RECORD):
             cost[2] = 1.0
         rule = SIZE_RULE[op]
+        aligned_value = (size == 1 or size == 2 or size == 4 or size == 8) and addr % size == 0
+        if rule == SizeRule.VALUE and not aligned_value:
+            _fail(first, Check.VALUE_SIZE, i)
+        if op == Op.LOCK_RMW and flags & (RMW_KINDS | FLAG_RECORD) and not aligned_value:
+            _fail(first, Check.VALUE_SIZE, i)
+        if (op == Op.LOAD and flags & FLAG_RECORD or op == Op.STORE and flags & FLAG_VALUE_DATA) \
+                and size > 8:
+            _fail(first, Check.VALUE_SIZE, i)
+        if flags & FLAG_RECORD and flags & (FLAG_EXTABLE | FLAG_MCSAFE):
+            _fail(first, Check.RECORD_FIXUP, i)
+        if flags & FLAG_VALUE_DATA and not recorded:
+            _fail(first, Check.VALUE_DATA, i)
+        if op == Op.LOCK_RMW and (flags & RMW_KINDS == RMW_KINDS or (
+                flags & FLAG_SPIN and not flags & FLAG_RMW_CMPXCHG) or (
+                flags & RMW_KINDS and ops[i, COL_DATA] >= 0)):
+            _fail(first, Check.RMW, i)
+        if op == Op.WAIT and flags & FLAG_AT_LEAST and (size == 8 or src != -1):
+            _fail(first, Check.AT_LEAST, i)
+        recorded |= (flags & FLAG_RECORD) != 0
+        if op == Op.WAIT or flags & (FLAG_RECORD | FLAG_VALUE_DATA | RMW_KINDS):
+            cost[4] = 1.0
         if (rule == SizeRule.UP_TO_LINE or rule == SizeRule.MOVNT) and not 1 <= size <= 64:
             _fail(first, Check.SIZE, i)
         if rule == SizeRule.MOVNT:
@@ -166,7 +205,7 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
         # the value an op uses is the last load's: the op before is that LOAD, or an op
         # using the same value (a BRANCH or INDEX_MASK comparing it leaves it as it was)
         no_value = i == 0 or (ops[i - 1, COL_SIZE] > 8 if ops[i - 1, COL_OP] == Op.LOAD
-                              else (ops[i - 1, COL_FLAGS] & VALUE_USE) == 0)
+                              else (ops[i - 1, COL_FLAGS] & (VALUE_USE | FLAG_RECORD)) == 0)
         if flags & FLAG_INDEXED and (no_value or imm < 0 or imm > MAX_SCALE):
             _fail(first, Check.INDEXED, i)
         if flags & (FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT):
@@ -196,18 +235,21 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
 NO_OPS = (0.0, 0.0, False, False)   # validated()'s answer for no ops
 
 
-def validated(ops, n_sites, blob_len, site_first=None):
+def validated(ops, n_sites, blob_len, site_first=None, values=None):
     """Raise ProgramError naming the first op whose operands the core cannot execute; else
-    (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE or FLAG_MCSAFE op, any
-    other core's access), as Program.validate returns them. site_first (n_sites long, all
-    -1), if given, gets the index of each site's first SITE op."""
+    (WORK cycles, ops plus cachelines touched, any FLAG_EXTABLE, FLAG_MCSAFE or FLAG_RECORD
+    op, any other core's access), as Program.validate returns them. site_first (n_sites
+    long, all -1), if given, gets the index of each site's first SITE op; values (one
+    word), if given, whether an op waits for, records or computes on a value in memory."""
     if not len(ops):
         return NO_OPS
     first = np.full(len(Check), -1, dtype=np.int64)
-    cost = np.zeros(4, dtype=np.float64)
+    cost = np.zeros(5, dtype=np.float64)
     if site_first is None:
         site_first = np.full(max(n_sites, 1), -1, dtype=np.int64)
     first_bad(ops, n_sites, blob_len, first, cost, site_first)
+    if values is not None:
+        values[0] = int(cost[4])
     for check in Check:
         i = int(first[check])
         if i < 0:

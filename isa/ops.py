@@ -39,7 +39,14 @@ class Op(IntEnum):
     PEER_READ = 20    # addr, size 1..64: another core reads (our copies become shared; our
     #                   next write waits for its copy to be invalidated)
     LOCK_RMW = 21     # addr, size 1..64, data as STORE: a LOCK-prefixed read-modify-write
-    #                   (LOCK ADD/XCHG/CMPXCHG) writing those bytes; a full barrier
+    #                   (LOCK ADD/XCHG/CMPXCHG) writing those bytes; a full barrier. Its kind
+    #                   by flag: none (XCHG: the bytes written), FLAG_RMW_ADD (LOCK XADD: IMM
+    #                   added), FLAG_RMW_CMPXCHG (LOCK CMPXCHG: IMM written if the old value
+    #                   is SRC; with FLAG_SPIN retried, a PAUSE apart, until it is); sizes 1, 2,
+    #                   4, 8 with a kind or FLAG_RECORD (the old value recorded)
+    WAIT = 22         # addr, size 1/2/4/8, src = mask, imm = value: a PAUSE loop that loads
+    #                   the bytes until (bytes & mask) == (value & mask) (smp_cond_load_acquire);
+    #                   FLAG_AT_LEAST: until they are at or past IMM as a wrapping index
 
 
 N_OPS = len(Op)
@@ -67,9 +74,24 @@ FLAG_PREDICT_IN = 32    # BRANCH without an ip predicted "index < limit" (the bo
 FLAG_ZERO_TAIL = 64     # copy: on a fault, zero the destination's uncopied tail
 FLAG_VALUE_INDEX = 128  # BRANCH/INDEX_MASK: the index is the previous load's value, not ADDR
 FLAG_VALUE_LIMIT = 256  # BRANCH/INDEX_MASK: the limit is the previous load's value, not SIZE
+FLAG_RECORD = 512       # LOAD (at most 8 bytes), LOCK_RMW, WAIT: the value it read (a locked
+#                         op's old value) is recorded: RunResult.values, and the value a
+#                         FLAG_VALUE_DATA store adds to
+FLAG_VALUE_DATA = 1024  # STORE of at most 8 bytes: it writes IMM plus the last recorded value
+#                         (a non-atomic increment: `ld r, [x]; st [x], r + 1`)
+FLAG_RMW_ADD = 2048     # LOCK_RMW: LOCK XADD of IMM
+FLAG_RMW_CMPXCHG = 4096  # LOCK_RMW: LOCK CMPXCHG, expected SRC, new IMM
+FLAG_SPIN = 8192        # LOCK_RMW with FLAG_RMW_CMPXCHG: retried, a PAUSE apart, until it succeeds
+FLAG_AT_LEAST = 16384   # WAIT of 1, 2 or 4 bytes, the whole value: until it is at or past IMM
+#                         as a free-running index wrapping at its size ((v - IMM) mod 2^bits
+#                         below half of it: virtio's ring indices, jiffies' time_after_eq)
 #: The flags of an op that reads the value a LOAD before it loaded (the core reads a load's
 #: value only when the op after it has one of them)
 VALUE_USE = FLAG_INDEXED | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
+#: A LOCK_RMW that computes on the old value (functional memory read, then written)
+RMW_KINDS = FLAG_RMW_ADD | FLAG_RMW_CMPXCHG
+#: Sizes of a value an op compares, adds or records (naturally aligned: one atomic access)
+VALUE_SIZES = (1, 2, 4, 8)
 
 MOVNT_SIZES = (4, 8, 16, 32, 64)
 LINE_BYTES = 64
@@ -95,6 +117,7 @@ class SizeRule(IntEnum):
     MOVNT = 2        # one of MOVNT_SIZES, the address aligned to it
     LENGTH = 3       # any length >= 0
     LIMIT = 4        # the bound (>= 0) of the index in COL_ADDR (FLAG_VALUE_LIMIT: unused)
+    VALUE = 5        # one of VALUE_SIZES, the address aligned to it
 
 
 class ImmKind(IntEnum):
@@ -106,6 +129,7 @@ class ImmKind(IntEnum):
     CYCLES = 4       # cycles of work, >= 0
     SITE = 5         # an index into the Program's site names
     BODY = 6         # how many of the following ops the op guards, all inside the program
+    VALUE = 7        # a value compared with memory's (WAIT)
 
 
 class RangeKind(IntEnum):
@@ -131,6 +155,10 @@ P_IP = 128         # COL_SRC is the address of its instruction, `ip` (>= 0; 0: n
 #                    the L1 IP-stride prefetcher trains on (a load's; memmodel.prefetch.ip_stride),
 #                    the branch predictor indexes its counters by (a branch's) and a trace
 #                    records; a FLAG_MASKED load's COL_SRC is its base: no ip
+P_SB_EMPTY = 256   # with several cores, its core's pending stores are in functional memory
+#                    before it runs (x86-TSO: a full barrier, a locked op, or an op that moves
+#                    bytes in bulk or not through the store buffer; a buffer may drain at any
+#                    time, so this is always a legal step)
 
 
 class OpSpec(NamedTuple):
@@ -145,7 +173,7 @@ class OpSpec(NamedTuple):
 _AT = {"addr": AddrKind.ADDRESS, "range": RangeKind.BYTES}   # an access to [addr, addr+size)
 _COPY = {"addr": AddrKind.ADDRESS, "size": SizeRule.LENGTH, "range": RangeKind.DST_SRC,
          "flags": FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_ZERO_TAIL}
-_COPY_PROPS = P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB | P_BULK
+_COPY_PROPS = P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB | P_BULK | P_SB_EMPTY
 _LINE = {"addr": AddrKind.ADDRESS, "range": RangeKind.LINE}
 _GUARD = {"addr": AddrKind.INDEX, "size": SizeRule.LIMIT}
 _ON_VALUE = FLAG_DEPENDENT | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
@@ -153,23 +181,23 @@ _ON_VALUE = FLAG_DEPENDENT | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
 OP_SPEC = {
     Op.LOAD: OpSpec(P_POISON | P_ROB | P_IP, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.SCALE,
                     flags=FLAG_DEPENDENT | FLAG_EXTABLE | FLAG_MCSAFE | FLAG_INDEXED
-                    | FLAG_MASKED),
+                    | FLAG_MASKED | FLAG_RECORD),
     Op.STORE: OpSpec(P_WRITES | P_ROB | P_IP, **_AT, size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
-                     flags=FLAG_EXTABLE),
-    Op.MOVNT: OpSpec(P_WRITES | P_ROB, **_AT, size=SizeRule.MOVNT, imm=ImmKind.DATA,
-                     flags=FLAG_EXTABLE),
-    Op.CLFLUSH: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
-    Op.CLFLUSHOPT: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
-    Op.CLWB: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB, **_LINE),
+                     flags=FLAG_EXTABLE | FLAG_VALUE_DATA),
+    Op.MOVNT: OpSpec(P_WRITES | P_ROB | P_SB_EMPTY, **_AT, size=SizeRule.MOVNT,
+                     imm=ImmKind.DATA, flags=FLAG_EXTABLE),
+    Op.CLFLUSH: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB | P_SB_EMPTY, **_LINE),
+    Op.CLFLUSHOPT: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB | P_SB_EMPTY, **_LINE),
+    Op.CLWB: OpSpec(P_FLUSH | P_ENDS_WINDOW | P_ROB | P_SB_EMPTY, **_LINE),
     Op.SFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
     Op.LFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
-    Op.MFENCE: OpSpec(P_ENDS_WINDOW | P_ROB),
+    Op.MFENCE: OpSpec(P_ENDS_WINDOW | P_ROB | P_SB_EMPTY),
     Op.STAC: OpSpec(P_ENDS_WINDOW | P_ROB),
     Op.CLAC: OpSpec(P_ENDS_WINDOW | P_ROB),
     Op.REP_MOVSB: OpSpec(_COPY_PROPS, **_COPY),
     Op.NT_COPY: OpSpec(_COPY_PROPS, **_COPY),
     Op.CAREFUL_COPY: OpSpec(_COPY_PROPS, **_COPY),
-    Op.FLUSH_RANGE: OpSpec(P_ENDS_WINDOW | P_ROB | P_BULK, addr=AddrKind.ADDRESS,
+    Op.FLUSH_RANGE: OpSpec(P_ENDS_WINDOW | P_ROB | P_BULK | P_SB_EMPTY, addr=AddrKind.ADDRESS,
                            size=SizeRule.LENGTH, imm=ImmKind.FLUSH_KIND,
                            range=RangeKind.LINES),
     Op.WORK: OpSpec(P_ROB, imm=ImmKind.CYCLES, flags=FLAG_DEPENDENT),
@@ -177,12 +205,14 @@ OP_SPEC = {
     Op.BRANCH: OpSpec(P_ROB | P_IP, **_GUARD, imm=ImmKind.BODY,
                       flags=_ON_VALUE | FLAG_PREDICT_IN),
     Op.INDEX_MASK: OpSpec(P_ROB, **_GUARD, flags=_ON_VALUE),
-    Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER, **_AT,
+    Op.PEER_WRITE: OpSpec(P_WRITES | P_ENDS_WINDOW | P_PEER | P_SB_EMPTY, **_AT,
                           size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA),
-    Op.PEER_READ: OpSpec(P_ENDS_WINDOW | P_PEER, **_AT, size=SizeRule.UP_TO_LINE),
-    Op.LOCK_RMW: OpSpec(P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB, **_AT,
+    Op.PEER_READ: OpSpec(P_ENDS_WINDOW | P_PEER | P_SB_EMPTY, **_AT, size=SizeRule.UP_TO_LINE),
+    Op.LOCK_RMW: OpSpec(P_WRITES | P_POISON | P_ENDS_WINDOW | P_ROB | P_SB_EMPTY, **_AT,
                         size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
-                        flags=FLAG_EXTABLE | FLAG_MCSAFE),
+                        flags=FLAG_EXTABLE | FLAG_MCSAFE | FLAG_RECORD | RMW_KINDS | FLAG_SPIN),
+    Op.WAIT: OpSpec(P_POISON | P_ENDS_WINDOW | P_ROB, **_AT, size=SizeRule.VALUE,
+                    imm=ImmKind.VALUE, flags=FLAG_RECORD | FLAG_AT_LEAST),
 }
 
 _missing = [op.name for op in Op if op not in OP_SPEC]
@@ -212,6 +242,7 @@ BULK = _has(P_BULK)
 PEER = _has(P_PEER)
 FLUSH = _has(P_FLUSH)
 HAS_IP = _has(P_IP)
+SB_EMPTY = _has(P_SB_EMPTY)
 
 PEER_OPS = tuple(op for op in Op if OP_SPEC[op].props & P_PEER)
 FLUSH_KINDS = tuple(op for op in Op if OP_SPEC[op].props & P_FLUSH)

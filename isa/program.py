@@ -18,10 +18,16 @@ from isa.ops import (
     COL_OP,
     COL_SIZE,
     COL_SRC,
+    FLAG_AT_LEAST,
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_PREDICT_IN,
+    FLAG_RECORD,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_SPIN,
+    FLAG_VALUE_DATA,
     FLAG_VALUE_INDEX,
     FLAG_VALUE_LIMIT,
     FLUSH_KINDS,
@@ -103,6 +109,8 @@ class Program:
         self._no_line = 0            # ... inside a branch body: no new site
         self._checked = NO_OPS       # validate()'s answer, while no op changed since
         self._sites_used = ()        # sites_used()'s, kept with it
+        self.record_names = {}       # op index -> the name of the value it records
+        self._values = np.zeros(1, dtype=np.int64)   # validate()'s: an op uses values (1)
 
     def __len__(self):
         return self._n
@@ -169,16 +177,29 @@ class Program:
         return self._emit(Op.LOAD, addr, size, src=src, imm=imm, flags=flags)
 
     # -- single ops -------------------------------------------------------------------
-    def load(self, addr, size=8, dependent=False, flags=0, ip=0):
+    def load(self, addr, size=8, dependent=False, flags=0, ip=0, record=None):
         """Load `size` (1..64) bytes; `dependent`: the address came from the previous load.
         `flags`: FLAG_EXTABLE / FLAG_MCSAFE (a fault or poison goes to a fixup). `ip`: the
         load instruction's address (0: none), what the L1 IP-stride prefetcher tells loads
-        apart by; a load without one does not train it."""
+        apart by; a load without one does not train it. `record`: a name (or True: the op's
+        index) under which RunResult.values gives the value it read (at most 8 bytes,
+        little-endian; functional memory, with several cores as x86-TSO lets this core see
+        it: its own pending stores forwarded)."""
         self._check_addr("load", addr)
         if not 1 <= _int("load", "size", size) <= 64:
             raise ProgramError(f"load at {addr:#x}: size {size} not in 1..64")
+        self._record("load", record)
         return self._load("load", addr, size, src=self._ip("load", ip),
-                          flags=flags | (FLAG_DEPENDENT if dependent else 0))
+                          flags=flags | (FLAG_DEPENDENT if dependent else 0)
+                          | (FLAG_RECORD if record is not None else 0))
+
+    def _record(self, name, record):
+        """Name the value the op about to be emitted records (`record`: None, True or a str)."""
+        if record is None:
+            return
+        if record is not True and not isinstance(record, str) or record == "":
+            raise ProgramError(f"{name}: record={record!r}: True or a name")
+        self.record_names[self._n] = self._n if record is True else record
 
     def load_indexed(self, base, scale, size=8, flags=0, masked=False):
         """Load at base + v * scale, v = the value the previous op (a LOAD of <= 8 bytes, or
@@ -193,13 +214,17 @@ class Program:
         index_mask (array_index_nospec): out of bounds it reads base[0]."""
         return self._load("load_masked", addr, size, src=base, flags=flags | FLAG_MASKED)
 
-    def store(self, addr, data=None, size=None, value=0, flags=0, ip=0):
+    def store(self, addr, data=None, size=None, value=0, flags=0, ip=0, plus_recorded=False):
         """Store `data` (bytes/ndarray, 1..64 bytes), or `size` bytes of little-endian `value`.
         `flags`: FLAG_EXTABLE (a fault goes to a fixup). `ip`: the store instruction's
-        address (0: none; recorded, no prefetcher trains on it)."""
+        address (0: none; recorded, no prefetcher trains on it). `plus_recorded`: it stores
+        `value` plus the value the last recording op read (`size` <= 8; a non-atomic
+        increment is `load(x, record=...)` then `store(x, value=1, plus_recorded=True)`)."""
+        if plus_recorded and data is not None:
+            raise ProgramError(f"store at {addr:#x}: plus_recorded adds to `value`, not data")
         n, off, imm = self._written("store", addr, data, size, value)
         return self._emit(Op.STORE, addr, n, src=self._ip("store", ip), data=off, imm=imm,
-                          flags=flags)
+                          flags=flags | (FLAG_VALUE_DATA if plus_recorded else 0))
 
     def _ip(self, name, ip):
         if _int(name, "ip", ip) < 0:
@@ -232,13 +257,55 @@ class Program:
         n, off, imm = self._written("peer_write", addr, data, size, value)
         return self._emit(Op.PEER_WRITE, addr, n, data=off, imm=imm)
 
-    def lock_rmw(self, addr, data=None, size=None, value=0):
+    def lock_rmw(self, addr, data=None, size=None, value=0, record=None):
         """A LOCK-prefixed read-modify-write (LOCK ADD, XCHG, CMPXCHG) of `size` (default 8)
         bytes at `addr`, leaving `data` or the little-endian `value` there: atomic and a full
         barrier (older loads complete, the store buffer drains), then the measured locked
-        latency (profile instr.lock_rmw_cycles). The kernel's smp_mb() and spinlocks."""
+        latency (profile instr.lock_rmw_cycles). The kernel's smp_mb() and spinlocks.
+        `record` (a name or True, as load's): the old value, an XCHG's register."""
         n, off, imm = self._written("lock_rmw", addr, data, size, value)
-        return self._emit(Op.LOCK_RMW, addr, n, data=off, imm=imm)
+        self._record("lock_rmw", record)
+        return self._emit(Op.LOCK_RMW, addr, n, data=off, imm=imm,
+                          flags=FLAG_RECORD if record is not None else 0)
+
+    def lock_xadd(self, addr, value, size=8, record=None):
+        """LOCK XADD (or LOCK ADD) of `value` to the `size` (1, 2, 4, 8) bytes at `addr`,
+        naturally aligned: the sum wraps at the size. `record`: the old value, as load's.
+        Timed as lock_rmw."""
+        self._check_addr("lock_xadd", addr)
+        self._record("lock_xadd", record)
+        return self._emit(Op.LOCK_RMW, addr, _int("lock_xadd", "size", size),
+                          imm=_as_imm("lock_xadd", value),
+                          flags=FLAG_RMW_ADD | (FLAG_RECORD if record is not None else 0))
+
+    def lock_cmpxchg(self, addr, expected, new, size=8, record=None, spin=False):
+        """LOCK CMPXCHG of the `size` (1, 2, 4, 8) bytes at `addr`, naturally aligned: `new`
+        written if they hold `expected`, else nothing. `record`: the old value (the op
+        succeeded if it is `expected`), as load's; the last recorded value is also what a
+        following branch(LOADED...) compares. `spin`: on failure a PAUSE, then again, until it
+        succeeds (a test-and-set lock's acquire; with one core, an error). Timed as lock_rmw."""
+        self._check_addr("lock_cmpxchg", addr)
+        self._record("lock_cmpxchg", record)
+        return self._emit(Op.LOCK_RMW, addr, _int("lock_cmpxchg", "size", size),
+                          src=_as_imm("lock_cmpxchg", expected), imm=_as_imm("lock_cmpxchg", new),
+                          flags=FLAG_RMW_CMPXCHG | (FLAG_SPIN if spin else 0)
+                          | (FLAG_RECORD if record is not None else 0))
+
+    def wait(self, addr, value, size=8, mask=-1, record=None, at_least=False):
+        """Spin until the `size` (1, 2, 4, 8) bytes at `addr`, naturally aligned, ANDed with
+        `mask` equal `value` ANDed with it: a load each check, and a PAUSE (profile
+        instr.pause_cycles) after each that fails (the kernel's smp_cond_load_acquire,
+        atomic_cond_read_acquire). With several cores the others run meanwhile; a run in
+        which every core left waits and no store is pending stops with WaitForever, as does
+        a wait that fails with one core. `record`: the value that ended it, as load's.
+        `at_least`: until the bytes (1, 2 or 4, no mask) are at or past `value` as a
+        free-running index that wraps at their size (a ring's producer index)."""
+        self._check_addr("wait", addr)
+        self._record("wait", record)
+        return self._emit(Op.WAIT, addr, _int("wait", "size", size), src=_as_imm("wait", mask),
+                          imm=_as_imm("wait", value),
+                          flags=(FLAG_RECORD if record is not None else 0)
+                          | (FLAG_AT_LEAST if at_least else 0))
 
     def peer_read(self, addr, size=8):
         """Another core on the same socket reads `size` bytes at this point of the program
@@ -511,6 +578,8 @@ class Program:
         rows[rows[:, COL_DATA] >= 0, COL_DATA] += len(self._blob)
         self._blob += bytes(other._blob) if other is self else other._blob   # no self-export
         remap_sites(rows, other.site_names, self._site_ids, self.site_names)
+        self.record_names.update({self._n + i: self._n + i if name == i else name
+                                  for i, name in list(other.record_names.items())})
         self._n += k
         return self
 
@@ -550,10 +619,18 @@ class Program:
         are checked as they are added, is read once (or never) at 56 bytes an op."""
         if self._checked is None:
             first = np.full(max(len(self.site_names), 1), -1, dtype=np.int64)
-            self._checked = validated(self.ops, len(self.site_names), len(self._blob), first)
+            self._checked = validated(self.ops, len(self.site_names), len(self._blob), first,
+                                      self._values)
             used = np.flatnonzero(first >= 0)
             self._sites_used = tuple(used[np.argsort(first[used])].tolist())
         return self._checked
+
+    def needs_values(self):
+        """Whether an op records, waits for or computes on values in memory (only
+        functional memory has them): found by validate() (batches of loads and stores add
+        none)."""
+        self.validate()
+        return bool(self._values[0])
 
     def sites_used(self):
         """The indices of the site names SITE ops use, in the order of their first SITE ops

@@ -20,8 +20,10 @@ guest's ring (a `Ring.path`):
 Model departures: the emulator maps physical ranges, so the kernel's vmap alias of the ring
 pages is a second copy of the ring in a supervisor region (`Ring.base` is the alias for
 "vmap", the user address otherwise; the guest's writes go to the address the host reads);
-the guest (virtio-user) runs on another core: its writes are peer writes
-(`virtqueue_enqueue_xmit`), its reads peer reads (`virtio_xmit_cleanup`).
+the guest (virtio-user) runs on another core: a core of the machine (`Ring.guest_core`: its
+writes and reads are its own program's stores and loads, and the host polls avail->idx before
+it reads a batch), or the peer ops' core (its writes PEER_WRITEs placed just before the host
+reads them, its reads PEER_READs: `virtqueue_enqueue_xmit`, `virtio_xmit_cleanup`).
 
 The descriptor read, `vhost_copy_from_user(vq, &desc, vq->desc + i, sizeof desc)`, is
 assumed to get raw_copy_from_user's constant 16-byte form (STAC; LFENCE; two 8-byte loads;
@@ -70,7 +72,8 @@ class Ring:
     +192), `maps` (vq->maps[] for "vmap"), `stack` (the kernel
     stack line the descriptor is read into); `desc_const`: whether the uaccess path's
     descriptor read gets raw_copy_from_user's 16-byte form (see the module docstring);
-    `call_ctx` and `event_idx`: what vhost_signal does (see there)."""
+    `call_ctx` and `event_idx`: what vhost_signal does (see there); `guest_core`: the guest
+    runs on a core of the machine (the host then polls avail->idx until a batch is there)."""
     path: str
     base: int
     num: int
@@ -85,6 +88,7 @@ class Ring:
     call_ctx: bool = True       # a call eventfd is set (VHOST_SET_VRING_CALL)
     event_idx: bool = False     # VIRTIO_RING_F_EVENT_IDX negotiated
     signalled_used_valid: bool = False
+    guest_core: bool = False
 
     def __post_init__(self):
         if self.path not in PATHS:
@@ -214,6 +218,14 @@ def vhost_get_vq_desc(p, ring):
     with p.function("vhost_get_vq_desc"):
         p.load(ring.vq, 8)                              # last_avail_idx, cached avail_idx
         if ring.last_avail_idx == ring.avail_idx:
+            if ring.guest_core:   # until the ring is not empty (the guest publishes
+                want = (ring.last_avail_idx + 1) & 0xFFFF   # avail->idx once a batch)
+                if ring.path == "vmap":
+                    p.wait(ring.avail + 2, want, size=2, at_least=True)
+                else:
+                    p.stac()
+                    p.wait(ring.avail + 2, want, size=2, at_least=True)
+                    p.clac()
             vhost_get_user(p, ring, ring.avail + 2, 2)  # avail->idx; then smp_rmb()
             ring.avail_idx = ring.last_avail_idx + VHOST_NET_BATCH
         head = ring.last_avail_idx % ring.num
@@ -305,33 +317,42 @@ def guest_desc(buf, pkt_bytes):
             + (pkt_bytes + VNET_HDR_BYTES).to_bytes(4, "little") + bytes(4))
 
 
-def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes):
+def virtqueue_enqueue_xmit(p, ring, first, count, bufs, stride, pkt_bytes, core=False):
     """The guest's side of avail entries first .. first+count-1, done by its own vCPU
     (virtio-user's virtqueue_enqueue_xmit and the avail index update, DPDK
     drivers/net/virtio): per entry the payload of its buffer, the zeroed vnet header pushed
     in front of it (the mbuf's headroom: VERSION_1 lets the header share the frame's
     descriptor), its descriptor (head = entry index % num, as the ring was set up) and the
-    entry, then avail->idx, all PEER_WRITEs at the addresses the host reads (the vmap alias
-    too: it maps the same pages). Written just before the host reads them; the guest reads
-    the used ring in virtio_xmit_cleanup."""
-    with p.function("guest (peer core)"):
+    entry, then avail->idx, at the addresses the host reads (the vmap alias too: it maps the
+    same pages). `core`: `p` is the guest core's program, whose stores these are; else they
+    are PEER_WRITEs in the host's, just before it reads them. The guest reads the used ring
+    in virtio_xmit_cleanup."""
+    write = p.store if core else p.peer_write
+    with p.function("guest" if core else "guest (peer core)"):
         for idx in range(first, first + count):
             head = idx % ring.num
             buf = bufs + stride * head
             payload = guest_payload(head, pkt_bytes)
-            p.peer_write(buf - VNET_HDR_BYTES, bytes(VNET_HDR_BYTES))
+            write(buf - VNET_HDR_BYTES, bytes(VNET_HDR_BYTES))
             for off in range(0, pkt_bytes, 64):
-                p.peer_write(buf + off, payload[off:off + 64])
-            p.peer_write(ring.desc + DESC_BYTES * head, guest_desc(buf, pkt_bytes))
-            p.peer_write(ring.avail_ring(idx), head.to_bytes(2, "little"))
-        p.peer_write(ring.avail + 2, ((first + count) & 0xFFFF).to_bytes(2, "little"))
+                write(buf + off, payload[off:off + 64])
+            write(ring.desc + DESC_BYTES * head, guest_desc(buf, pkt_bytes))
+            write(ring.avail_ring(idx), head.to_bytes(2, "little"))
+        write(ring.avail + 2, ((first + count) & 0xFFFF).to_bytes(2, "little"))
 
 
-def virtio_xmit_cleanup(p, ring, first, count):
+def virtio_xmit_cleanup(p, ring, first, count, core=False):
     """The guest's vCPU reclaims sent buffers (DPDK virtio_xmit_cleanup): it reads used->idx
-    and the used elements first .. first+count-1 that the host wrote, as PEER_READs; the
-    host's next writes to those lines wait for the guest's copies to be invalidated."""
-    with p.function("guest (peer core)"):
+    and the used elements first .. first+count-1 that the host wrote; the host's next
+    writes to those lines wait for the guest's copies to be invalidated. `core`: `p` is the
+    guest core's program, which first polls used->idx until the host has used them; else
+    PEER_READs in the host's, just after it used them."""
+    with p.function("guest" if core else "guest (peer core)"):
+        if core:
+            p.wait(ring.used + 2, (first + count) & 0xFFFF, size=2, at_least=True)
+            for idx in range(first, first + count):
+                p.load(ring.used_ring(idx), USED_ELEM_BYTES)
+            return
         p.peer_read(ring.used + 2, 2)
         for idx in range(first, first + count):
             p.peer_read(ring.used_ring(idx), USED_ELEM_BYTES)

@@ -11,6 +11,7 @@ totals in ms; the core attributes them to sites.
 """
 from numba import boolean, int64
 
+from memmodel import _coherence as coh
 from memmodel import _hotlines as hot
 from memmodel import _l1 as l1
 from memmodel import _memside as mside
@@ -29,12 +30,15 @@ IP_STRIDE = bit(PREFETCHER_IDS.index("ip_stride"))   # the IP-stride prefetcher'
 
 @compiled
 def _back_invalidate(S, line):
-    """An inclusive LLC evicted `line`: drop it above; returns whether a copy was dirty."""
+    """An inclusive LLC evicted `line`: drop it above, in every core; returns whether a
+    copy was dirty."""
     dirty = 0
     for lvl in range(S[MT.LEVELS] - 1):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
             dirty |= cm.invalidate(S, lvl, b)
+    if S[MT.CORES] > 1:
+        dirty |= coh.drop_others(S, line, False)
     return dirty
 
 
@@ -105,12 +109,14 @@ def first_use(S, lvl, line, f):
 
 
 @inlined
-def _walk(S, line, t0, first, kind):
-    """Look `line` up from level `first` down; fill the levels above the hit (or all, from
-    memory). Returns the cycle its data is available at level `first` (-1: a prefetch
-    dropped, every L2 miss entry busy), and F_SHARED if the line is shared with another
-    core (for the caller's fill above `first`), else 0.
-    Then the level that held the line (MT.LEVELS: memory).
+def _walk(S, line, t0, first, kind, addr):
+    """Look `line` up from level `first` down (for the access of byte `addr`); fill the
+    levels above the hit (or all, from memory or another core). Returns the cycle its data
+    is available at level `first` (-1: a prefetch dropped, every L2 miss entry busy), and
+    F_SHARED if the line is shared with another core (for the caller's fill above `first`),
+    else 0. Then the level that held the line (MT.LEVELS: memory or another core), and what
+    the other cores held (memmodel._coherence: NONE when the walk did not leave this core's
+    private levels, or there is one core).
     Inlined into its two callers, demand_miss (whose every call makes one walk: no call's
     entry and exit a miss) and _prefetch."""
     nlev = S[MT.LEVELS]
@@ -134,8 +140,17 @@ def _walk(S, line, t0, first, kind):
     l2_miss = hit > 1 and S[MT.SQ] > 0
     if l2_miss and first_free(S, S[MH.SQ]) > t0:
         if kind == K_PREFETCH:
-            return -1, 0, hit
+            return -1, 0, hit, coh.NONE
         t0 = first_free(S, S[MH.SQ])
+    # past this core's private levels: the other cores' copies are snooped
+    found, busy = coh.NONE, 0
+    if hit >= nlev - 1 and S[MT.CORES] > 1:
+        found, busy = coh.snoop(S, line, kind == K_STORE)
+        if found != coh.NONE:
+            cm.count(S, nlev - 1, cm.CC.PEER_TRANSFERS if found == coh.MODIFIED
+                     else cm.CC.PEER_HITS, 1)
+            if kind != K_STORE:
+                shared = cm.F_SHARED
     if hit < nlev:
         if kind == K_LOAD:
             cm.count(S, hit, cm.CC.LOAD_HITS, 1)
@@ -149,9 +164,13 @@ def _walk(S, line, t0, first, kind):
                 cm.F_SHARED if kind != K_STORE else 0)
             cm.set_flags(S, b, f)
             cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
+            found = coh.MODIFIED   # for the profiler: a HITM (its costs are paid above)
+        elif found != coh.NONE:   # sent once the copy has arrived, if still on its way
+            lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True)
+                      + max(0, busy - t0))
         if f & cm.F_SHARED:
             if kind == K_STORE:   # another core's copy is invalidated first
-                lat = max(lat, upgrade(S, hit, line))
+                lat = max(lat, upgrade(S, hit, line, addr))
                 f &= ~cm.F_SHARED
             else:                 # still shared: the copies above say so too
                 shared = cm.F_SHARED
@@ -160,19 +179,25 @@ def _walk(S, line, t0, first, kind):
         cm.touch(S, hit, i0, b)
         done = max(t0 + lat, cm.ready(S, b))
         i0 = i0_above
+    elif found != coh.NONE:   # another core sends it (a non-inclusive last level)
+        done = max(t0, busy) + coh.transfer_cycles(S, found, kind == K_STORE, False)
     else:
         if kind != K_PREFETCH:
             S[MS.LLC_MISSES] += 1
         done = mside.mem_read(S, line, t0)
-    flg = cm.F_PREFETCHED if kind == K_PREFETCH else spec_flag(S, hit == nlev)
+    flg = cm.F_PREFETCHED if kind == K_PREFETCH else spec_flag(
+        S, hit == nlev and found == coh.NONE)
     for lvl in range(hit - 1, first - 1, -1):   # i0: line's set at level hit - 1
         install(S, lvl, i0 if lvl == hit - 1 else cm.set_start(S, lvl, line), line, done,
                  flg | shared)
         if flg:
             cm.count(S, lvl, cm.CC.PREFETCH_FILLS, 1)
+    if found == coh.MODIFIED and kind != K_STORE:   # the modified data written back
+        b = cm.lookup(S, nlev - 1, line)
+        cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
     if l2_miss:
         take(S, S[MH.SQ], S[MT.SQ], done)
-    return done, shared, hit
+    return done, shared, hit, found
 
 
 @inlined
@@ -221,7 +246,7 @@ def _prefetch(S, lvl, pfs, line, t0, ip, addr, l2_missed):
                 continue
             if lvl == 0 and first_free(S, S[MH.LFB]) > t0:
                 return
-            done = _walk(S, nxt, t0, lvl, K_PREFETCH)[0]
+            done = _walk(S, nxt, t0, lvl, K_PREFETCH, 0)[0]
             if done < 0:   # dropped: no free L2 miss entry
                 continue
             if lvl == 0:
@@ -254,7 +279,7 @@ def demand(S, line, t0, kind, ip, addr):
         lat = cm.hit_cycles(S, 0)
         if f & (cm.F_PREFETCHED | cm.F_TRANSIENT | cm.F_SHARED):   # one test for the rare
             if f & cm.F_SHARED and kind != K_LOAD:
-                lat = max(lat, upgrade(S, 0, line))
+                lat = max(lat, upgrade(S, 0, line, addr))
                 f &= ~cm.F_SHARED
             if f & (cm.F_PREFETCHED | cm.F_TRANSIENT):
                 f = _l1_first_use(S, line, f, t0, ip, addr)
@@ -276,9 +301,9 @@ def _pending(S, cycles, end, t0, done):
 
 
 @inlined
-def _miss_events(S, line, t0, done, store, llc):
-    """The profiler's events of a demand L1D miss outstanding over [t0, done) that also
-    missed the LLC if `llc`."""
+def _miss_events(S, line, t0, done, store, llc, addr, found):
+    """The profiler's events of a demand L1D miss of byte `addr` outstanding over [t0,
+    done) that also missed the LLC if `llc`, whose snoop found `found` in other cores."""
     if store:
         S[MS.L1D_STORE_MISSES] += 1
     _pending(S, MS.L1D_PENDING, MS.L1D_MISS_END, t0, done)
@@ -287,7 +312,7 @@ def _miss_events(S, line, t0, done, store, llc):
             S[MS.LLC_STORE_MISSES] += 1
         _pending(S, MS.LLC_PENDING, MS.LLC_MISS_END, t0, done)
     if S[MT.HOT_CAP]:
-        hot.record(S, line, store, llc, done - t0)
+        hot.record(S, line, store, llc, done - t0, addr, found)
 
 
 @apart(STATE, int64, int64, int64, int64, int64)
@@ -300,7 +325,7 @@ def demand_miss(S, line, t0, kind, ip, addr):
         t0 = wait = first_free(S, S[MH.LFB])
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
-        done, shared, hit = _walk(S, line, t0, 1, kind)
+        done, shared, hit, found = _walk(S, line, t0, 1, kind, addr)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
         spec = cm.F_TRANSIENT if S[MS.SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
@@ -310,9 +335,10 @@ def demand_miss(S, line, t0, kind, ip, addr):
         S[MS.LLC_MISSES] += 1
         done = mside.mem_read(S, line, t0)
         spec = spec_flag(S, True)
-        shared = 0
+        shared, found = 0, coh.NONE
     take(S, S[MH.LFB], S[MT.LFB], done)
-    _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before)
+    _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before, addr,
+                 found)
     i0 = cm.set_start(S, 0, line)
     l1.remember(S, line, i0, install(S, 0, i0, line, done,
                                      (cm.F_DIRTY if kind == K_STORE else 0) | spec | shared))
@@ -329,13 +355,16 @@ def own_line(S, line, t):
     if b >= 0:
         cm.count(S, 0, cm.CC.STORE_HITS, 1)
         if cm.flags(S, b) & cm.F_SHARED:   # the other core's copy is invalidated (no wait:
-            upgrade(S, 0, line)           # the line is not read)
+            upgrade(S, 0, line, line << 6)   # the line is not read)
         cm.set_flags(S, b, (cm.flags(S, b) | cm.F_DIRTY) & ~(cm.F_TRANSIENT | cm.F_SHARED))
         cm.touch(S, 0, i0, b)
         return
     cm.count(S, 0, cm.CC.STORE_MISSES, 1)
     S[MS.L1D_MISSES] += 1
-    _miss_events(S, line, t, t, True, False)   # a miss that reads nothing: no time pending
+    # a miss that reads nothing: no time pending; the other cores' copies are dropped (the
+    # whole line is written)
+    found = coh.snoop(S, line, True)[0] if S[MT.CORES] > 1 else coh.NONE
+    _miss_events(S, line, t, t, True, False, line << 6, found)
     for lvl in range(1, S[MT.LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:
@@ -365,12 +394,16 @@ def peer_write(S, line, now):
 
 
 @compiled
-def upgrade(S, lvl, line):
-    """A store finds `line` shared with another core (at level `lvl`): that copy is
-    invalidated first, and this core's copies stop being shared. Returns the wait, taken as
-    one cache-to-cache round trip (peer_hitm_ns)."""
+def upgrade(S, lvl, line, addr):
+    """A store of byte `addr` finds `line` shared with another core (at level `lvl`): the
+    other cores' copies are invalidated first, and this core's copies stop being shared.
+    Returns the wait, taken as one cache-to-cache round trip (peer_hitm_ns)."""
     _clear_flag(S, line, cm.F_SHARED)
     cm.count(S, lvl, cm.CC.PEER_UPGRADES, 1)
+    if S[MT.CORES] > 1:
+        coh.snoop(S, line, True)
+    if S[MT.HOT_CAP]:
+        hot.upgraded(S, line, addr)
     return S[MT.PEER]
 
 
@@ -398,8 +431,9 @@ def peer_read(S, line, now):
 
 @inlined
 def evict_everywhere(S, line, keep):
-    """Remove (or, with keep, clean) `line` at every level; returns 1 if a copy was dirty."""
-    dirty = 0
+    """Remove (or, with keep, clean) `line` at every level, in every core; returns 1 if a
+    copy was dirty."""
+    dirty = coh.drop_others(S, line, keep) if S[MT.CORES] > 1 else 0
     for lvl in range(S[MT.LEVELS]):
         b = cm.lookup(S, lvl, line)
         if b >= 0:

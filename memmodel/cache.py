@@ -20,15 +20,17 @@ N_LV = len(LV)
 F_DIRTY, F_PREFETCHED, F_TRANSIENT = 1, 2, 4   # F_TRANSIENT: brought from memory by a
 #                                               transient load, not used architecturally since
 F_PEER = 8   # (last level only) modified in another core's cache since: a PEER_WRITE
-F_SHARED = 16   # another core has read the line since this one last wrote it: PEER_READ
+F_SHARED = 16   # another core may hold a copy: it read the line since this one last wrote
+#                 it (a PEER_READ, or a core of the machine: memmodel._coherence)
 
 # ccnt[level, counter]; stats() names them in lower case. WRITEBACK_IN_*: dirty victims
 # arriving from the level above; DIRTY_WRITEBACKS: dirty evictions sent down;
 # PEER_TRANSFERS: accesses that found the line modified in another core (cache-to-cache);
-# PEER_UPGRADES: stores that found it shared with another core (its copy invalidated).
+# PEER_UPGRADES: stores that found it shared with another core (its copy invalidated);
+# PEER_HITS: misses another core's clean copy served or had to be snooped for (a snoop hit).
 CC = fields("CC", "LOAD_HITS LOAD_MISSES STORE_HITS STORE_MISSES WRITEBACK_IN_HITS "
             "WRITEBACK_IN_MISSES FILLS EVICTIONS DIRTY_WRITEBACKS PREFETCH_FILLS PREFETCH_USEFUL "
-            "INVALIDATIONS PEER_TRANSFERS PEER_UPGRADES")
+            "INVALIDATIONS PEER_TRANSFERS PEER_UPGRADES PEER_HITS")
 COUNTER_NAMES = tuple(c.name.lower() for c in CC)
 N_COUNTERS = len(CC)
 

@@ -408,6 +408,33 @@ def _min8(typingctx, arr, idx):
     return sig, codegen
 
 
+@_intrinsic
+def _view_at(typingctx, arr, words):
+    """arr moved by `words` words (possibly back, into the buffer arr was cut from): its
+    data pointer moved, its length changed to match; no copy."""
+    if getattr(arr, "dtype", None) != _types.int64 or arr.ndim != 1:
+        return None
+    sig = arr(arr, _types.int64)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        out = context.make_array(aryty)(context, builder)
+        n = builder.sub(builder.extract_value(ary.shape, 0), args[1])
+        context.populate_array(out, data=builder.gep(ary.data, [args[1]]), shape=[n],
+                               strides=[builder.extract_value(ary.strides, 0)],
+                               itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        return out._getvalue()
+
+    return sig, codegen
+
+
+def _py_view_at(arr, words):
+    base = arr if arr.base is None else arr.base
+    at = (arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 8
+    return base[at + int(words):]
+
+
 def _py_min8(arr, idx):
     return np.int64(arr[int(idx):int(idx) + 8].min())
 
@@ -440,12 +467,15 @@ def _py_as_float(bits):
 # as_float(bits): the float64 whose bit pattern is the int64 `bits` (a float kept in S).
 # equal4, equal8(arr, idx, x): the bits k of arr[idx + k] == x over 4 or 8 words.
 # min8(arr, idx): the least of arr[idx:idx + 8].
+# view_at(S, words): the view of the state buffer `words` words on from view S (negative:
+# back): another core's view (memmodel.layout, "Cores"), whose fixed sections may lie
+# before this core's, which numpy's slicing cannot reach.
 if config.DISABLE_JIT:
     host_prefetch, trailing_zeros, as_float = _py_host_prefetch, _py_trailing_zeros, _py_as_float
-    equal4, equal8, min8 = _py_equal_mask(4), _py_equal_mask(8), _py_min8
+    equal4, equal8, min8, view_at = _py_equal_mask(4), _py_equal_mask(8), _py_min8, _py_view_at
 else:
     host_prefetch, trailing_zeros, as_float = _host_prefetch, _trailing_zeros, _as_float
-    equal4, equal8, min8 = _equal_mask(4), _equal_mask(8), _min8
+    equal4, equal8, min8, view_at = _equal_mask(4), _equal_mask(8), _min8, _view_at
 
 
 def reciprocal_bits(n):

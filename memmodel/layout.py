@@ -133,9 +133,11 @@ SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # memmodel.prefetch) and the stream
 # prefetcher's reach, the numbers of line fill buffers, L2 miss entries (0: no L2) and
 # write-combining buffers, the entries of the hot-line table (0: none kept), the first of
-# the reserved frames that hold the core's pending snapshots (memmodel.memory).
+# the reserved frames that hold the core's pending snapshots (memmodel.memory); a clean
+# line's transfer from another core in cycles (PEER: a modified one's), this core's index,
+# the socket's cores and the words from one core's view to the next's (memmodel._coherence).
 _MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
-       "HOT_CAP SNAPSHOT_FRAME")
+       "HOT_CAP SNAPSHOT_FRAME PEER_HIT CORE CORES CORE_WORDS")
 # ms: the core's scalars of the memory side: whether accesses are transient, the
 # persistence queue's count and the pending ring's head and count, when the last write-back or NT store is accepted (WB_PENDING, for fences), when the last posted
 # write is accepted (MEM_END), running totals of the events sites count (with the end of

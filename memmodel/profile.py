@@ -87,7 +87,8 @@ _CACHE = {
     "policy": (_STR, False, POLICY_IDS),
     "prefetcher": (_NAMES, False, PREFETCHER_IDS),   # the level runs each of them
 }
-_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS)}
+_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS),
+              "peer_hit_ns": (_NUM, True, *_NS)}
 # the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
 # entry count that sizes a state section, scanned per L2 miss
 _L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
@@ -114,6 +115,7 @@ _INSTR = {
     "fault_fixup_cycles": (_INT, True, *_CYCLES),
     "machine_check_cycles": (_INT, True, *_CYCLES),
     "lock_rmw_cycles": (_INT, True, *_CYCLES),
+    "pause_cycles": (_INT, True, *_CYCLES),   # a spin-wait's PAUSE (a WAIT's failed check)
     # spin_lock_irqsave / spin_unlock_irqrestore (v6.4): PUSHF; POP, CLI; STI, no POPF
     "pushf_pop_cycles": (_INT, True, *_CYCLES),
     "cli_cycles": (_INT, True, *_CYCLES),

@@ -53,6 +53,8 @@ def init_sections(layout, S, values, functional, node):
     mt = {
         MT.LEVELS: len(levels), MT.INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
         MT.PEER: int(round(levels[-1]["peer_hitm_ns"] * core["freq_ghz"])), MT.NODE: node,
+        MT.PEER_HIT: int(round(levels[-1]["peer_hit_ns"] * core["freq_ghz"])),
+        MT.CORES: layout.cores, MT.CORE_WORDS: layout.fixed_words,
         MT.FUNCTIONAL: 1 if functional else 0,
         MT.PF_L1: mask(levels[0]["prefetcher"]),
         MT.PF_L2: mask(levels[1]["prefetcher"]) if len(levels) > 1 else PF_NONE,
@@ -69,3 +71,4 @@ def spread(layout, S):
     copied from core 0's (Layout.spread): a fence applies the bytes its core snapshot."""
     for k in range(layout.cores):
         layout.core(S, k)[MT.SNAPSHOT_FRAME] = k * RESERVED_FRAMES
+        layout.core(S, k)[MT.CORE] = k

@@ -197,12 +197,13 @@ def test_dax_write_usercopy_48_jobs_write_at_most_the_media_peak():
 def test_one_job_is_todays_run():
     # --jobs 1: the machine and run of before (no background, no shares)
     d = dwu.run_variant("cascadelake-optane", {}, "memmap=pmem", 4096, 1, 500, 1 << 24)
-    m, f, user, _ = dwu.build("cascadelake-optane", {}, "memmap=pmem", 1 << 24)
+    m, (f,), user, _ = dwu.build("cascadelake-optane", {}, "memmap=pmem", 1 << 24)
     data = np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8)
     m.write(user["base"], data)
     ranges = [(user["base"], user["base"] + user["size_bytes"])]
-    r = run_jobs(m, lambda p, k: ksys_pwrite64(p, f, user["base"], 4096, (k % 4096) * 4096,
-                                               ranges), 500, 1, "write", ramp_ios=50)
+    r = run_jobs(m, lambda p, k, job: ksys_pwrite64(p, f, user["base"], 4096,
+                                                    (k % 4096) * 4096, ranges),
+                 500, 1, "write", ramp_ios=50)
     assert d["iops"] == r.iops and d["jobs_loaded"]["iterations"] == 0
 
 

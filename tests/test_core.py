@@ -537,7 +537,8 @@ def test_bad_peer_writes_are_refused():
     raw = tomllib.loads((PROFILES / "skylake-ddr4.toml").read_text())
     l1, llc = raw["cache"]["l1d"], raw["cache"]["llc"]
     raw["cache"] = {"l1d": {**l1, "inclusive": llc["inclusive"],
-                            "peer_hitm_ns": llc["peer_hitm_ns"]}}
+                            "peer_hitm_ns": llc["peer_hitm_ns"],
+                            "peer_hit_ns": llc["peer_hit_ns"]}}
     m = Machine(raw, {"cache.l1d.prefetcher": "none"})
     with pytest.raises(ValueError, match="one level"):
         m.run(Program().peer_write(A, b"x"))

@@ -33,6 +33,7 @@ def every_op(m):
             p.load(a + 256)
         p.index_mask(3, 8).load_masked(a + 24, a)
         p.peer_write(a + 512, b"z" * 8).peer_read(a + 1024).lock_rmw(a + 1536, b"w" * 8)
+        p.wait(a + 1536, int.from_bytes(b"w" * 8, "little"))   # found at once: one core
         p.sfence()
     assert {Op(int(k)) for k in p.ops[:, 0]} == set(Op), "a new op kind: add it here"
     return p

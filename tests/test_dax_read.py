@@ -20,7 +20,7 @@ DATA = np.random.default_rng(4).integers(0, 256, FILE, dtype=np.uint8)
 
 
 def rig(copy_mc=CopyMc()):
-    m, f, user, _ = dax_machine("cascadelake-optane", {}, "dev", False, FILE, copy_mc)
+    m, (f,), user, _ = dax_machine("cascadelake-optane", {}, "dev", False, FILE, copy_mc)
     start = f.dax.pmem.virt_addr + f.dax.pmem.data_offset
     m.write(start, DATA)
     return m, f, user["base"], [(user["base"], user["base"] + user["size_bytes"])]

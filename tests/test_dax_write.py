@@ -23,7 +23,7 @@ FILE = 4 * MiB
 
 
 def rig(variant="bypass"):
-    m, f, user, _ = build("cascadelake-optane", {}, variant, FILE)
+    m, (f,), user, _ = build("cascadelake-optane", {}, variant, FILE)
     data = np.random.default_rng(11).integers(0, 256, 4 * 4096, dtype=np.uint8)
     m.write(user["base"], data)
     ranges = [(user["base"], user["base"] + user["size_bytes"])]

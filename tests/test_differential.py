@@ -56,6 +56,7 @@ def profile_dict(levels, inclusive):
         if i == len(levels) - 1:
             entry["inclusive"] = inclusive
             entry["peer_hitm_ns"] = {"value": 49.0, "assumption": "test geometry"}
+            entry["peer_hit_ns"] = {"value": 49.0, "assumption": "test geometry"}
         cache[lv["name"]] = entry
     raw["cache"] = cache
     raw["profile"] = {"description": "differential test geometry"}

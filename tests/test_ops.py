@@ -30,6 +30,11 @@ from isa.ops import (
     FLAG_MASKED,
     FLAG_MCSAFE,
     FLAG_PREDICT_IN,
+    FLAG_RECORD,
+    FLAG_RMW_ADD,
+    FLAG_RMW_CMPXCHG,
+    FLAG_SPIN,
+    FLAG_VALUE_DATA,
     FLAG_VALUE_INDEX,
     FLAG_VALUE_LIMIT,
     FLAG_ZERO_TAIL,
@@ -54,6 +59,7 @@ GUARDS = {Op.BRANCH, Op.INDEX_MASK}                        # "addr=index, size=l
 ADDRESS_LESS = FENCES | SMAP | {Op.WORK, Op.SITE}          # operands: none, or IMM only
 ONE_ACCESS = {Op.LOAD, Op.STORE, Op.MOVNT, Op.LOCK_RMW} | PEERS   # "addr, size 1..64" (MOVNT 4..64)
 WRITERS = {Op.STORE, Op.MOVNT, Op.PEER_WRITE, Op.LOCK_RMW} | COPIES   # they carry or move bytes
+VALUE_WAIT = {Op.WAIT}                                     # "addr, size 1/2/4/8, src = mask"
 
 
 def ops_with(test):
@@ -85,7 +91,7 @@ def test_byte_ranges():
     assert ops_with(lambda s: s.range == RangeKind.DST_SRC) == COPIES
     assert ops_with(lambda s: s.range == RangeKind.LINE) == LINE_FLUSHES
     assert ops_with(lambda s: s.range == RangeKind.LINES) == {Op.FLUSH_RANGE}
-    assert ops_with(lambda s: s.range == RangeKind.BYTES) == ONE_ACCESS
+    assert ops_with(lambda s: s.range == RangeKind.BYTES) == ONE_ACCESS | VALUE_WAIT
     assert ops_with(lambda s: s.range == RangeKind.NONE) == ADDRESS_LESS | GUARDS
 
 
@@ -99,6 +105,8 @@ def test_operands():
     assert ops_with(lambda s: s.size == SizeRule.UP_TO_LINE) == ONE_ACCESS - {Op.MOVNT}
     assert ops_with(lambda s: s.size == SizeRule.MOVNT) == {Op.MOVNT}
     assert ops_with(lambda s: s.size == SizeRule.LENGTH) == COPIES | {Op.FLUSH_RANGE}
+    assert ops_with(lambda s: s.size == SizeRule.VALUE) == VALUE_WAIT
+    assert ops_with(lambda s: s.imm == ImmKind.VALUE) == VALUE_WAIT
     assert ops_with(lambda s: s.imm == ImmKind.DATA) == {Op.STORE, Op.MOVNT, Op.PEER_WRITE,
                                                            Op.LOCK_RMW}
     assert ops_with(lambda s: s.imm == ImmKind.FLUSH_KIND) == {Op.FLUSH_RANGE}
@@ -110,9 +118,10 @@ def test_operands():
 
 def test_memory_writes_and_poison():
     assert ops_with(lambda s: s.props & isa_ops.P_WRITES) == WRITERS
-    # poison is consumed by a load of its line: loads, a locked RMW's read, and the loads of
-    # a copy's source
-    assert ops_with(lambda s: s.props & isa_ops.P_POISON) == {Op.LOAD, Op.LOCK_RMW} | COPIES
+    # poison is consumed by a load of its line: loads, a locked RMW's read, a wait's checks,
+    # and the loads of a copy's source
+    assert ops_with(lambda s: s.props & isa_ops.P_POISON) == {Op.LOAD, Op.LOCK_RMW} | COPIES \
+        | VALUE_WAIT
     # an op with data to write writes memory
     assert ops_with(lambda s: s.imm == ImmKind.DATA) <= WRITERS
     assert ops_with(lambda s: s.props & isa_ops.P_BULK) == COPIES | {Op.FLUSH_RANGE}
@@ -123,8 +132,9 @@ def test_transient_window_and_reorder_buffer():
     # Kocher et al. section 4 and emu._speculation: down a mispredicted path loads run,
     # stores are discarded, work and site markers pass, a branch follows its guess (nested
     # windows); any fence, locked op (a full barrier), flush, STAC/CLAC or bulk op ends the
-    # window, and so does another core's access
-    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.LOCK_RMW} | PEERS
+    # window, and so does another core's access and a wait (its PAUSE)
+    ends = FENCES | SMAP | LINE_FLUSHES | COPIES | {Op.FLUSH_RANGE, Op.LOCK_RMW} | PEERS \
+        | VALUE_WAIT
     assert ops_with(lambda s: s.props & isa_ops.P_ENDS_WINDOW) == ends
     assert set(Op) - ends == {Op.LOAD, Op.STORE, Op.MOVNT, Op.WORK, Op.SITE, Op.INDEX_MASK,
                               Op.BRANCH}
@@ -143,11 +153,24 @@ def test_allowed_flags():
     # exception-table entries: loads, stores, MOVNT (get_user, put_user, ...), locked ops
     # (futex's user atomics) and copies
     assert allowing(FLAG_EXTABLE) == {Op.LOAD, Op.STORE, Op.MOVNT, Op.LOCK_RMW} | COPIES
-    # an MCE-safe fixup exists only where poison can be consumed
-    assert allowing(FLAG_MCSAFE) == ops_with(lambda s: s.props & isa_ops.P_POISON)
+    # an MCE-safe fixup exists only where poison can be consumed (a wait's spin loop has no
+    # exception-table entry: smp_cond_load_acquire is never a machine-check-safe access)
+    assert allowing(FLAG_MCSAFE) == ops_with(lambda s: s.props & isa_ops.P_POISON) - VALUE_WAIT
     assert allowing(FLAG_INDEXED) == allowing(FLAG_MASKED) == {Op.LOAD}
     assert allowing(FLAG_PREDICT_IN) == {Op.BRANCH}
     assert allowing(FLAG_ZERO_TAIL) == COPIES
+    # a value read can be recorded by an op that reads one: a load, a locked op, a wait
+    assert allowing(FLAG_RECORD) == {Op.LOAD, Op.LOCK_RMW} | VALUE_WAIT
+    assert allowing(FLAG_VALUE_DATA) == {Op.STORE}
+    assert allowing(FLAG_RMW_ADD) == allowing(FLAG_RMW_CMPXCHG) == allowing(FLAG_SPIN) \
+        == {Op.LOCK_RMW}
+
+
+def test_ops_that_find_their_store_buffer_empty():
+    """x86-TSO (docs/design.md, Cores): MFENCE and locked ops drain it (SDM §8.2.3.9), and
+    every op that moves bytes in bulk or not through the store buffer sees its stores."""
+    empty = {Op.MFENCE, Op.LOCK_RMW, Op.MOVNT, Op.FLUSH_RANGE} | LINE_FLUSHES | COPIES | PEERS
+    assert ops_with(lambda s: s.props & isa_ops.P_SB_EMPTY) == empty
 
 
 
@@ -210,6 +233,12 @@ BAD = {
     Check.VALUE: lambda: Program().store(0, b"a").branch(LOADED, 2, 0),
     Check.VALUE_BOTH: lambda: edited(Program().load(0, 8).branch(LOADED, 2, 0), COL_FLAGS,
                                      FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT, row=1),
+    Check.VALUE_SIZE: lambda: Program().wait(0x1002, 0, 4),
+    Check.RECORD_FIXUP: lambda: Program().load(0, 8, flags=FLAG_EXTABLE, record=True),
+    Check.VALUE_DATA: lambda: Program().store(0, size=8, value=1, plus_recorded=True),
+    Check.RMW: lambda: edited(Program().lock_xadd(0, 1, 8), COL_FLAGS,
+                              FLAG_RMW_ADD | FLAG_RMW_CMPXCHG),
+    Check.AT_LEAST: lambda: Program().wait(0x1000, 5, 8, at_least=True),
 }
 
 
@@ -299,3 +328,21 @@ def test_unused_operands_are_not_checked():
     edited(Program().sfence(), COL_ADDR, -1).validate()
     edited(Program().peer_read(0x40), COL_DATA, 10**6).validate()
     edited(Program().clwb((1 << 52) - 64), COL_SIZE, 1 << 20).validate()
+
+
+def test_wait_at_least_is_a_wrapping_index_comparison():
+    """A 2-byte index at 0xFFFE has passed 0xFFF0 and not yet 0x0004 (it wraps at 2^16, as
+    virtio's ring indices do); the equality form waits for the exact value."""
+    from emu import Machine, WaitForever
+    for have, want, done in ((0xFFFE, 0xFFF0, True), (0xFFFE, 0x0004, False),
+                             (0x0002, 0xFFF0, True), (0x0004, 0x0004, True)):
+        m = Machine("skylake-ddr4")
+        m.write(0x200000, have.to_bytes(2, "little"))
+        p = Program().wait(0x200000, want, size=2, at_least=True)
+        if done:
+            m.run(p)
+        else:
+            with pytest.raises(WaitForever):
+                m.run(p)
+    with pytest.raises(ValueError, match="at or past"):
+        Program().wait(0x200000, 1, size=2, mask=0xFF, at_least=True).validate()

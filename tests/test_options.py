@@ -135,10 +135,10 @@ def test_the_api_with_sensitivity_and_without_readings_equals_emu_run(capsys):
     (lambda: studies.run("vhost-tx", desc_copy="inline"),
      "vhost-tx: option desc_copy: invalid choice: 'inline' (choose from 'inlined', 'call')"),
     (lambda: studies.run("vhost-tx", pkts=64),
-     "vhost-tx: no option 'pkts' (options: no_readings, packets, pkt_bytes, desc_copy)"),
+     "vhost-tx: no option 'pkts' (options: no_readings, packets, pkt_bytes, guest, desc_copy)"),
     (lambda: studies.run("no-such"), "unknown scenario 'no-such' (scenarios: dax-memcpy, "
                                      "dax-read-copy-mc, dax-write-usercopy, dmapool-test, "
-                                     "vhost-tx)"),
+                                     "page-counter, vhost-tx)"),
     (lambda: studies.run("vhost-tx", sensitivity=["core.no_such"]),
      "--sensitivity core.no_such: profile 'broadwell-ddr4' has no such key"),
 ])
@@ -174,5 +174,5 @@ def test_a_sweep_points_configuration_is_every_option_by_name(tmp_path):
     (p,) = sweep.load_spec(str(spec)).points
     assert json.loads(p.config) == {
         "scenario": "dax-write-usercopy", "profile": "cascadelake-optane", "overrides": {},
-        "options": {"bs": 4096, "jobs": 1, "ios": 2000, "file_size": 1 << 30,
+        "options": {"bs": 4096, "jobs": 1, "cores": 1, "ios": 2000, "file_size": 1 << 30,
                     "no_readings": False}}

@@ -23,9 +23,9 @@ def table(result):
 '''
 
 
-def test_the_five_studies_are_found_sorted_and_common_is_not_one():
+def test_the_six_studies_are_found_sorted_and_common_is_not_one():
     assert list(registry()) == ["dax-memcpy", "dax-read-copy-mc", "dax-write-usercopy",
-                               "dmapool-test", "vhost-tx"]
+                               "dmapool-test", "page-counter", "vhost-tx"]
     assert common not in registry().values()
     assert all(m.__name__ == f"emu.studies.scenarios.{m.NAME.replace('-', '_')}"
                for m in registry().values())

@@ -1,18 +1,22 @@
-"""A fio-like driver: synchronous I/Os of one block size from N identical jobs, on the one
-emulated core.
+"""A fio-like driver: synchronous I/Os of one block size from N identical jobs, C of them on
+emulated cores (`--cores`, 1 by default), the others as background traffic.
 
-Jobs (docs/scenarios.md §5): the emulator has one core, so the core is one of N identical
-jobs. What the jobs share as capacity the core gets 1/N of, through profile overrides
-(`job_overrides`): the last-level cache (cache.llc.size_bytes: 1/N of its sets, at least
-one, same ways) and the interconnect bandwidth (numa.remote_bw_gbps: 1/N); each overridden
-value keeps its provenance, saying how it was divided. The media the others load: the N-1
+Jobs (docs/scenarios.md §5): C of the N jobs run on the cores of one Machine(cores=C), each
+on its own core with its own buffer and part of the file (the scenario's `io(p, k, job)`
+places them), sharing the LLC and the memory side as the hardware's cores do. What all N
+jobs share as capacity the C cores get C/N of, through profile overrides
+(`job_overrides`): the last-level cache (cache.llc.size_bytes: C/N of its sets, at least
+one, same ways) and the interconnect bandwidth (numa.remote_bw_gbps: C/N); each overridden
+value keeps its provenance, saying how it was divided. The media the others load: the N-C
 other jobs' traffic is background on each media (emu.Machine(background=...)), at the
-rate the emulated job itself achieves (reads and writes per media separately), found as a
-fixed point (`loaded_run`): run, measure the job's rate, put N-1 times it in the background
+rate an emulated job itself achieves (reads and writes per media separately), found as a
+fixed point (`loaded_run`): run, measure a job's rate, put N-C times it in the background
 (at most the media's peak: it then saturates), rerun, until the job's rate is at most the
-others' and within TOLERANCE of it (searched on short runs, confirmed on a full one). So N jobs never move more than the media take (over a
-run long enough for the media's backlog to reach the core: a short one sees the background
-before it builds up). Aggregate IOPS = N x the one job's.
+others' and within TOLERANCE of it (searched on short runs, confirmed on a full one). So N
+jobs never move more than the media take (over a run long enough for the media's backlog
+to reach the core: a short one sees the background before it builds up). Aggregate IOPS =
+N x a job's (the mean of the C cores'). With C = N there is no background: every job is a
+core; `--cores` is bounded by the jobs on one socket and the profile's cores per socket.
 
 Per I/O the driver emits the declared costs of profile [software] as WORK ops under their
 own sites — "syscall entry/exit" (syscall_entry_exit_ns), "vfs_write" / "vfs_read"
@@ -65,6 +69,10 @@ def job_options(rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=
                               f"{USER_BYTES}", low=1, high=USER_BYTES),
         Option("jobs", int, jobs, f"identical fio jobs{jobs_help} (default: %(default)s, {why}); "
                                   f"at most {MAX_JOBS}", low=1, high=MAX_JOBS),
+        Option("cores", int, 1, "of the jobs on one socket, those run on emulated cores, each "
+                                "its own, sharing the LLC and the media (the others are "
+                                "background traffic); at most the jobs and the profile's "
+                                "cores per socket (default: %(default)s)", low=1, high=MAX_JOBS),
         Option("ios", int, ios, f"measured {rw}s per variant, after a tenth as many unmeasured "
                                 f"(default: %(default)s); at most {MAX_IOS}, and {MAX_BYTES} "
                                 f"bytes with --bs", low=1, high=MAX_IOS),
@@ -74,13 +82,18 @@ def job_options(rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=
     )
 
 
-def check_job_options(bs, ios, file_size):
-    """FioError unless a block fits the file and the I/Os move at most MAX_BYTES."""
-    if file_size < bs:
-        raise FioError(f"--bs {bs} is larger than --file-size {file_size}")
-    if ios * bs > MAX_BYTES:
-        raise FioError(f"--ios {ios} x --bs {bs} is {ios * bs} bytes a variant, more than "
-                       f"{MAX_BYTES}")
+def check_job_options(bs, ios, file_size, cores=1):
+    """FioError unless each of `cores` jobs' part of the file holds a block, their buffers
+    (a block each, page-aligned) fit the user region and the I/Os move at most MAX_BYTES."""
+    if file_size < bs * cores:
+        raise FioError(f"--bs {bs} is larger than --file-size {file_size}"
+                       + (f"'s part for one of {cores} cores" if cores > 1 else ""))
+    if cores * -(-bs // 4096) * 4096 > USER_BYTES:
+        raise FioError(f"--cores {cores} buffers of --bs {bs} do not fit the {USER_BYTES}-byte "
+                       f"user region")
+    if ios * bs * cores > MAX_BYTES:
+        raise FioError(f"--ios {ios} x --bs {bs} x --cores {cores} is {ios * bs * cores} bytes "
+                       f"a variant, more than {MAX_BYTES}")
 
 
 SHARED_KEYS = ("cache.llc.size_bytes", "numa.remote_bw_gbps")
@@ -89,13 +102,14 @@ MAX_ITERATIONS = 8      # loaded runs at most (a bracketed secant converges in 3
 SEARCH_DIVISOR = 8      # the fixed point is searched on runs of 1/8 of the I/Os
 
 
-def job_overrides(profile, overrides, jobs):
-    """`overrides` plus the one job's share of what `jobs` identical jobs share as capacity
-    (the media's bandwidth is shared through background traffic: loaded_run)."""
+def job_overrides(profile, overrides, jobs, cores=1):
+    """`overrides` plus the share of `cores` emulated jobs of what `jobs` identical jobs share
+    as capacity (the media's bandwidth is shared through background traffic: loaded_run)."""
     if not isinstance(jobs, int) or jobs < 1:
         raise FioError(f"jobs must be a positive integer, not {jobs!r}")
+    check_cores(profile, overrides, jobs, cores)
     out = dict(overrides or {})
-    if jobs == 1:
+    if jobs == cores:
         return out
     prof = load_profile(profile, out or None)
     llc = prof.values["cache"][list(prof.values["cache"])[-1]]
@@ -103,20 +117,29 @@ def job_overrides(profile, overrides, jobs):
         value = prof.get(key)
         if key.startswith("cache."):
             sets = value // (64 * llc["ways"])
-            share = max(1, sets // jobs) * 64 * llc["ways"]
-            how = f"{max(1, sets // jobs)} of its {sets} sets"
+            share = max(1, sets * cores // jobs) * 64 * llc["ways"]
+            how = f"{max(1, sets * cores // jobs)} of its {sets} sets"
         else:
-            share, how = value / jobs, f"1/{jobs}"
+            share, how = value * cores / jobs, f"{cores}/{jobs}"
         src = prof.sources[key]
         kind = "assumption" if src.startswith("assumption") else "source"
-        out[key] = {"value": share, kind: f"fio --numjobs={jobs}: the emulated core's share, "
-                                          f"{how} of {key} = {value} ({src})"}
+        out[key] = {"value": share, kind: f"fio --numjobs={jobs}: the share of the "
+                                          f"{cores} emulated core(s), {how} of {key} = "
+                                          f"{value} ({src})"}
     try:   # the caller's overrides passed above: a failure here is a share out of range
         load_profile(profile, out)
     except ProfileError as e:
         raise FioError(f"--jobs: {jobs} jobs sharing the emulated core's caches and bandwidth "
                        f"are too many for the profile, a job's share is out of range: {e}") from None
     return out
+
+
+def check_cores(profile, overrides, jobs, cores):
+    """FioError unless 1 <= cores <= jobs and the profile's socket has that many cores."""
+    most = load_profile(profile, overrides or None).values["core"].get("cores_per_socket", 1)
+    if not isinstance(cores, int) or not 1 <= cores <= min(jobs, most):
+        raise FioError(f"--cores {cores}: the jobs on emulated cores are 1 to the jobs "
+                       f"({jobs}) and to the profile's cores per socket ({most})")
 
 
 def _background(values, per_io, others, iops):
@@ -132,29 +155,30 @@ def _background(values, per_io, others, iops):
     return out or None
 
 
-def loaded_run(run_once, values, jobs, ios, per_socket=None):
-    """The emulated job as one of `jobs`, the others' media traffic its own: run_once(
+def loaded_run(run_once, values, jobs, ios, per_socket=None, cores=1):
+    """The `cores` emulated jobs as of `jobs`, the others' media traffic theirs: run_once(
     background, n) -> FioResult of n measured I/Os on a fresh machine with that
     Machine(background=...) (None: none). `per_socket`: the jobs that share the job's media
-    (default: all). The rate s with s = f(s) (f(s): the rate the job achieves with the
+    (default: all). The rate s with s = f(s) (f(s): the rate a job achieves with the
     others at s) is searched on runs of ios // SEARCH_DIVISOR I/Os, then confirmed on a run
     of `ios` (a miss goes on with such runs from there): the result is always a full run.
     Returns (its FioResult, {"iterations": loaded runs, "search_iterations": those of them
     that were short, "background": the result's, "converged": bool}); not converged, of the
     last full run that achieved at most the others' rate."""
-    others = (per_socket or jobs) - 1
+    others = (per_socket or jobs) - cores
     if others == 0:
         return run_once(None, ios), {"iterations": 0, "search_iterations": 0,
                                      "background": None, "converged": True}
     short = max(1, ios // SEARCH_DIVISOR)
     first = run_once(None, short)
     per_io = {n: (c["line_reads"] * 64, c["line_writes"] * 64) for n, c in first.media.items()}
+    # the emulated jobs move cores x this: the peaks' shares below count them all
     f0 = 1e9 / first.ns_per_io
     # no more than the media take: others + 1 jobs at s fill a media's peak at s_cap, where
     # the job's own share is at most 1/(others + 1) of it, so the root lies below
     peaks = [values["media"][n][key] * 1e9 / b for n, (rd, wr) in per_io.items()
              for key, b in (("read_bw_gbps", rd), ("write_bw_gbps", wr)) if b]
-    s0 = min([f0] + [p / (others + 1) for p in peaks])
+    s0 = min([f0] + [p / (others + cores) for p in peaks])
     found = _fixed_point(lambda bg: run_once(bg, short), values, per_io, others, f0, peaks, s0)
     done = _fixed_point(lambda bg: run_once(bg, ios), values, per_io, others, f0, peaks,
                         found[1])
@@ -205,7 +229,7 @@ class FioResult:
     ios: int
     jobs: int
     cycles: int
-    ns_per_io: float
+    ns_per_io: float     # a job's, the mean of the emulated cores'
     iops: float
     sites: dict          # function -> cycles per I/O (self time)
     media: dict          # media -> counters per I/O
@@ -221,7 +245,7 @@ def declared_cycles(values, rw):
             f"fs {rw}_iter": round(sw[f"fs_{rw}_iter_ns"] * ghz)}
 
 
-def _program(values, io, rw, first, n):
+def _program(values, io, rw, first, n, job):
     p = Program(capacity=64 * max(n, 1), line_ips=True)
     declared = declared_cycles(values, rw)
     with p.loop(LOOP_SITE):
@@ -229,7 +253,7 @@ def _program(values, io, rw, first, n):
             for site, cycles in declared.items():
                 with p.function(site):
                     p.work(cycles)
-            ret = io(p, k)
+            ret = io(p, k, job)
             if ret < 0:
                 name = errno.errorcode.get(-ret, str(-ret))
                 raise FioError(f"I/O {k}: the kernel returned -{name}")
@@ -237,25 +261,32 @@ def _program(values, io, rw, first, n):
 
 
 def run_jobs(machine, io, ios, jobs=1, rw="write", ramp_ios=0):
-    """Run `ramp_ios` unmeasured I/Os, then `ios` measured ones, as one of `jobs` jobs (the
-    machine must have been built with job_overrides(..., jobs)). Returns a FioResult."""
+    """Run `ramp_ios` unmeasured I/Os, then `ios` measured ones, of each of the machine's
+    cores, as `jobs` jobs (the machine built with job_overrides(..., jobs, cores)); job j's
+    I/O k is io(p, k, j). Returns a FioResult (per I/O of one job)."""
     if ios < 1:
         raise FioError(f"ios must be at least 1, not {ios}")
-    profiler.units(ramp_ios + ios, "I/O")
+    cores = machine.cores
+    profiler.units((ramp_ios + ios) * cores, "I/O")
     values = machine.profile.values
+
+    def run(first, n):
+        programs = [_program(values, io, rw, first, n, j) for j in range(cores)]
+        return machine.run(programs[0] if cores == 1 else programs)
+
     if ramp_ios:
-        machine.run(_program(values, io, rw, 0, ramp_ios))
+        run(0, ramp_ios)
     before = machine.stats()
-    p = _program(values, io, rw, ramp_ios, ios)
-    r = machine.run(p)
+    r = run(ramp_ios, ios)
     after = machine.stats()
     sites = {}
     for name, d in after["sites"].items():
         cyc = d["cycles"] - before["sites"].get(name, {"cycles": 0})["cycles"]
         if cyc:
-            sites[name] = cyc / ios
-    media = {n: {k: (v - before["media"][n][k]) / ios for k, v in d.items()}
+            sites[name] = cyc / (ios * cores)
+    media = {n: {k: (v - before["media"][n][k]) / (ios * cores) for k, v in d.items()}
              for n, d in after["media"].items()}
-    ns = r.seconds * 1e9 / ios
+    seconds = [c.seconds for c in r.cores] if cores > 1 else [r.seconds]
+    ns = sum(seconds) / cores * 1e9 / ios
     return FioResult(ios=ios, jobs=jobs, cycles=r.cycles, ns_per_io=ns,
                      iops=jobs * 1e9 / ns, sites=sites, media=media)

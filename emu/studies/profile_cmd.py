@@ -78,6 +78,35 @@ def text(label, p, top, lines):
     return "".join(out)
 
 
+def c2c_text(label, p, top):
+    """The c2c report of one RunProfile, in the shape of perf c2c's: the Shared Data Cache
+    Line Table (a row per line the cores shared, the most HITM first), then each line's
+    distribution over the cores: what each core's accesses did, where in the line they
+    began and which sites made them."""
+    lines = p.c2c(top)
+    out = [f"{label}: shared data cache lines (top {len(lines)} of {len(p.shared)} by HITM; "
+           "counted: accesses that left a core's L1D, misses and stores' upgrades; the "
+           "other core of PEER_WRITE/PEER_READ ops is not one of the machine's and is not "
+           "listed)\n\n"]
+    if not lines:
+        return out[0] + "no line was shared between cores\n"
+    out.append(table(["#", "line", "region", "HITM", "snoop hits", "upgrades", "loads",
+                      "stores", "cores", "false sharing"],
+                     [[i, f"{s.addr:#x}", s.region, s.hitm, s.total("peer_hits"),
+                       s.total("upgrades"), s.total("loads"), s.total("stores"), len(s.cores),
+                       "yes" if s.false_sharing else "no"] for i, s in enumerate(lines)]))
+    out.append("\nshared cache line distribution\n")
+    rows = []
+    for i, s in enumerate(lines):
+        for k, c in sorted(s.cores.items()):
+            rows.append([i, f"{s.addr:#x}", k, ", ".join(f"{o:#x}" for o in c["offsets"]),
+                         c["loads"], c["stores"], c["hitm"], c["peer_hits"], c["upgrades"],
+                         ", ".join(_site_text(x) for x in c["sites"])])
+    out.append(table(["#", "line", "core", "offsets", "loads", "stores", "HITM", "snoop hits",
+                      "upgrades", "sites"], rows))
+    return "".join(out)
+
+
 def _line_text(h):
     """A hot line's address: a trace's, then where --map-trace put it."""
     return f"{h.addr:#x}" if h.trace_addr is None else f"{h.trace_addr:#x} ({h.addr:#x})"
@@ -98,18 +127,23 @@ def report(title, profiles, args):
                          " ".join(["emu", *args.argv]))
         written.append(args.cachegrind)
     if args.plot:
-        written += plot_profiles(args.plot, title, profiles)
+        written += plot_profiles(args.plot, title, profiles, args.c2c, args.top)
     if args.json:
         return json.dumps({"title": title, "profiles": {k: p.to_json(args.top)
                                                        for k, p in profiles.items()}},
                           indent=2) + "\n"
-    parts = [text(f"{title} {k}".strip(), p, args.top, args.lines) for k, p in profiles.items()]
+    parts = [(c2c_text(f"{title} {k}".strip(), p, args.top) if args.c2c else
+              text(f"{title} {k}".strip(), p, args.top, args.lines)) for k, p in profiles.items()]
     return "\n".join(parts) + "".join(f"wrote: {w}\n" for w in written)
 
 
 def _output_options(parser):
     parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="hot lines shown (default: %(default)s)")
+                        help="hot lines (with --c2c: shared lines) shown (default: %(default)s)")
+    parser.add_argument("--c2c", action="store_true",
+                        help="report the lines the cores shared instead, as perf c2c does: "
+                             "HITM transfers, each core's loads, stores and byte offsets, and "
+                             "the sites that touched them")
     parser.add_argument("--lines", type=int, default=15, metavar="N",
                         help="source lines shown, the most cycles first (default: %(default)s)")
     parser.add_argument("--cachegrind", metavar="FILE",

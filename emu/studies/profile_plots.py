@@ -1,9 +1,10 @@
 """`emu profile --plot DIR`: profile-cycles (each variant's cycles per function, stacked) and
 profile-regions (its demand misses per region), both per unit of the study's work (I/O,
-packet, copy: emu.profiler.units) where every variant counted the same unit, else totals."""
+packet, copy: emu.profiler.units) where every variant counted the same unit, else totals;
+with --c2c, profile-c2c: where in each shared line each core's accesses began."""
 from emu.studies import plots
 
-PLOTS = ("profile-cycles", "profile-regions")   # the basenames of --plot's files
+PLOTS = ("profile-cycles", "profile-regions", "profile-c2c")   # the basenames of --plot's files
 
 
 def per_unit(profiles):
@@ -17,8 +18,34 @@ def per_unit(profiles):
     return None, dict.fromkeys(profiles, 1)
 
 
-def plot_profiles(directory, title, profiles):
-    """Writes the two figures of {label: RunProfile}; returns the paths written."""
+def plot_c2c(title, profiles, top):
+    """profile-c2c: a panel per variant, a row per shared line (the most HITM first), a
+    mark at each byte offset where a core's accesses began, a colour per core: two cores'
+    marks on one row at different offsets are false sharing."""
+    fig = plots.figure(width_in=8.0, height_in=1.5 + 1.5 * len(profiles))
+    for i, (label, p) in enumerate(profiles.items()):
+        ax = fig.add_subplot(len(profiles), 1, i + 1)
+        lines = p.c2c(top)
+        cores = sorted({k for s in lines for k in s.cores})
+        for k in cores:
+            pts = [(o, row) for row, s in enumerate(lines) for o in s.cores.get(k, {}).get(
+                "offsets", [])]
+            ax.scatter([o + 0.15 * (k - (len(cores) - 1) / 2) for o, _ in pts],
+                       [r for _, r in pts], label=f"core {k}", marker="s", s=25)
+        ax.set_yticks(range(len(lines)), [f"{s.addr:#x} ({s.hitm} HITM)" for s in lines])
+        ax.invert_yaxis()
+        ax.set_xlim(-1, 64)
+        ax.set_xlabel("byte offset in the line")
+        ax.set_title(f"{title} {label}: where each core's accesses began".replace("  ", " "))
+        if cores:
+            ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_profiles(directory, title, profiles, c2c=False, top=10):
+    """Writes the figures of {label: RunProfile} (with c2c, profile-c2c too); returns the
+    paths written."""
     unit, n = per_unit(profiles)
     per = f" per {unit}" if unit else ""
     cycles = {k: {f: d["cycles"] / n[k] for f, d in p.functions().items() if d["cycles"]}
@@ -38,4 +65,5 @@ def plot_profiles(directory, title, profiles):
                              f"misses{per}", regions)
     ax2.set_xlabel("region and level")
     ax2.ticklabel_format(axis="y", style="plain", useOffset=False)
-    return plots.write_figures(directory, list(zip(PLOTS, (fig, fig2))))
+    figures = [fig, fig2] + ([plot_c2c(title, profiles, top)] if c2c else [])
+    return plots.write_figures(directory, list(zip(PLOTS, figures)))

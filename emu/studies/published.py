@@ -76,6 +76,12 @@ STUDIES = {
                                                "acknowledgement (docs/scenarios.md §4, gap 2)")),
          "movnt,numa=local": Figure(1.0, (3.42, 4.2, _MOVNT)),
          "movnt,numa=remote": Figure(1.3, (5.22, 6.4, _MOVNT))}),
+    "page-counter": Study(
+        "per_process_ops", "will-it-scale page_fault2 A-P50 in the v2 patch mail of commit "
+        "802f1d522d5f (docs/scenarios.md §6; machine A, 2 sockets of 24 cores, names no CPU: "
+        "the profile is assumed)", "cascadelake-optane",
+        {"layout=before": Figure(183960), "layout=after": Figure(192078)},
+        setup={"cores": 48}),
 }
 
 

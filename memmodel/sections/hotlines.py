@@ -7,10 +7,10 @@ from memmodel.layout import COUNTER, MS, MT, PRIVATE
 
 
 def _roles(layout, S):
-    """A row's miss counts and miss cycles (its line and tags: EXACT)."""
+    """A row's event counts and miss cycles (its line, offsets and tags: EXACT)."""
     rows = layout.offsets["hot"] + N_HL * np.arange(layout.shapes["hot"][0])
     return [(rows[:, None] + np.array([HL.L1D_MISSES, HL.STORE_MISSES, HL.LLC_MISSES,
-                                       HL.MISS_CYCLES]),
+                                       HL.MISS_CYCLES, HL.HITM, HL.PEER_HITS, HL.UPGRADES]),
              COUNTER)]
 
 

@@ -79,37 +79,43 @@ def sockets(profile, overrides):
     return len({r["node"] for r in load_profile(profile, overrides or None).values["region"]})
 
 
-def _rig(profile, overrides, copy_mc, file_size, bs, background=None):
-    m, f, user, media = dax_machine(profile, overrides, "dev", False, file_size, copy_mc,
-                                    background)
-    data_start = f.dax.pmem.virt_addr + f.dax.pmem.data_offset
+def _rig(profile, overrides, copy_mc, file_size, bs, background=None, cores=1):
+    m, files, user, media = dax_machine(profile, overrides, "dev", False, file_size, copy_mc,
+                                        background, cores)
+    data_start = files[0].dax.pmem.virt_addr + files[0].dax.pmem.data_offset
     ranges = [(user["base"], user["base"] + user["size_bytes"])]
     if user["size_bytes"] < bs:
         raise FioError(f"--bs {bs} is larger than the {user['size_bytes']}-byte user buffer")
-    return m, f, user["base"], ranges, data_start, media
+    return m, files, user["base"], ranges, data_start, media
 
 
-def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
+def run_variant(profile, overrides, variant, bs, jobs, ios, file_size, cores=1):
     profiler.label(variant)
-    check_job_options(bs, ios, file_size)
+    check_job_options(bs, ios, file_size, cores)
     per_socket = math.ceil(jobs / sockets(profile, overrides))
-    shared = job_overrides(profile, overrides, per_socket)
-    blocks = file_size // bs
+    shared = job_overrides(profile, overrides, per_socket, cores)
+    # each emulated job reads its own file (dax_machine) into its own buffer
+    stride = -(-bs // 4096) * 4096
     ramp = max(1, ios // 10)
     names = {}
 
     def run_once(background, n):
-        m, f, buf, ranges, data_start, names["pmem"] = _rig(
-            profile, shared, VARIANTS[variant], -(-file_size // 4096) * 4096, bs, background)
+        m, files, buf, ranges, data_start, names["pmem"] = _rig(
+            profile, shared, VARIANTS[variant], -(-file_size // 4096) * 4096, bs, background,
+            cores)
+        blocks = files[0].size // bs
+        if blocks == 0:
+            raise FioError(f"--bs {bs}: larger than a core's file ({files[0].size} bytes)")
 
-        def io(p, k):
-            return ksys_pread64(p, f, buf, bs, (k % blocks) * bs, ranges)[0]
+        def io(p, k, job):
+            return ksys_pread64(p, files[job], buf + job * stride, bs, (k % blocks) * bs,
+                                ranges)[0]
 
         return run_jobs(m, io, n, jobs, "read", ramp_ios=ramp)
 
     # the others on the job's socket load its media; the other sockets' jobs their own
     values = load_profile(profile, shared or None).values
-    r, loaded = loaded_run(run_once, values, jobs, ios, per_socket)
+    r, loaded = loaded_run(run_once, values, jobs, ios, per_socket, cores)
     # the jobs read the namespaces of as many sockets as they are spread over
     used = min(jobs, sockets(profile, overrides))
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
@@ -130,8 +136,8 @@ def poison_check(profile, overrides, variant, bs, offset, file_size):
     the bytes before the poisoned line arrived intact, and what a plain memcpy does."""
     profiler.label(f"{variant} (poison check)")
     _check_poison(offset, file_size)
-    m, f, buf, ranges, data_start, _ = _rig(profile, overrides, VARIANTS[variant],
-                                            -(-file_size // 4096) * 4096, bs)
+    m, (f,), buf, ranges, data_start, _ = _rig(profile, overrides, VARIANTS[variant],
+                                               -(-file_size // 4096) * 4096, bs)
     pos = offset // bs * bs
     n = min(bs, file_size - pos)
     data = np.random.default_rng(7).integers(0, 256, n, dtype=np.uint8)
@@ -158,10 +164,10 @@ def run(options):
     if options.poison is not None:   # before the long runs
         _check_poison(options.poison, options.file_size)
     variants = {v: run_variant(profile, overrides, v, options.bs, options.jobs, options.ios,
-                               options.file_size)
+                               options.file_size, options.cores)
                 for v in progress(VARIANTS, NAME, options.progress)}
     out = {"scenario": NAME, "profile": profile, "bs": options.bs, "jobs": options.jobs,
-           "sockets": sockets(profile, overrides), "ios": options.ios,
+           "cores": options.cores, "sockets": sockets(profile, overrides), "ios": options.ios,
            "file_size": options.file_size, "variants": variants}
     if options.poison is not None:
         out["poison"] = {"offset": options.poison, "variants": {
@@ -172,13 +178,15 @@ def run(options):
 
 
 def table(res):
+    cores = res.get("cores", 1)   # results saved before --cores ran one core
     per = math.ceil(res["jobs"] / res["sockets"])
     lines = [f"dax-read-copy-mc on {res['profile']}: sequential reads, bs={res['bs']}, "
-             f"{res['ios']} measured reads per variant",
+             f"{res['ios']} measured reads per job and variant",
              f"jobs={res['jobs']} over {res['sockets']} sockets (assumed even, one namespace "
-             f"each): the core is one of {per} jobs on its socket, with 1/{per} of the LLC and "
-             f"the other {per - 1} jobs' media traffic at its own rate (emu/studies/fio.py); "
-             f"IOPS = {res['jobs']} x its own",
+             f"each): {cores} emulated core(s) of {per} jobs on a socket, with "
+             f"{cores}/{per} of the LLC and the other {per - cores} jobs' media "
+             f"traffic at a core's own rate (emu/studies/fio.py); IOPS = {res['jobs']} x a "
+             f"core's",
              "published: read IOPS of the kernel test robot's run (no figure given in "
              "docs/scenarios.md; the emulator predicts)",
              f"{'variant':<22}{'IOPS':>10}{'GB/s':>8}{'us/IO':>9}{'pmem reads/IO':>15}"]

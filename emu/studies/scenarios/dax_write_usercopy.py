@@ -71,14 +71,19 @@ OPTIONS = job_options("write", bs=4096, jobs=1, ios=20000, file_size=1 << 30, wh
 
 
 def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyMc(),
-                background=None):
-    """(machine, DAX file of `file_size` bytes on node 0's first namespace, user region,
-    media of the namespace). pmem_map "dev"|"mem": where the struct pages live; `hardened`:
-    the checked (pre-5.2) copy; `copy_mc`: the platform's machine-check-safe copy choice;
-    `background`: other jobs' media traffic (Machine(background=...))."""
+                background=None, cores=1):
+    """(machine, [a DAX file per core], user region, media of the namespace): the files
+    share `file_size` bytes (whole pages each) of node 0's first namespace. pmem_map
+    "dev"|"mem": where the struct pages live; `hardened`: the checked (pre-5.2) copy;
+    `copy_mc`: the platform's machine-check-safe copy choice; `background`: other jobs'
+    media traffic (Machine(background=...)); `cores`: the machine's (Machine(cores=...)).
+    Each core's job opens its own file (fio's numjobs: a file per job) through its own
+    dax_device view (its CPU's srcu counters) and kernel stack, as the tasks of different
+    CPUs do; the block device and the pmem device are the one."""
     values = load_profile(profile, overrides or None).values
     m = Machine(profile, overrides or None, regions=with_user_region(values),
-                smap="smap" in values["core"]["cpu_features"], background=background)
+                smap="smap" in values["core"]["cpu_features"], background=background,
+                cores=cores)
     persistence = {n: v["persistence"] for n, v in values["media"].items()}
     mm = Memmap(list(m.regions.values()), persistence, pmem_map)
     namespaces = [r for r in mm.namespaces if r["node"] == 0]
@@ -92,37 +97,49 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     if file_size > pmem.capacity:
         raise FioError(f"--file-size: {file_size} bytes (whole pages) do not fit the "
                        f"{pmem.capacity}-byte pmem device of region {namespaces[0]['name']!r}")
-    f = DaxFile.create(mm, DaxDevice.create(mm, pmem), Bdev.create(mm), 0, file_size)
-    return m, f, m.regions["user0"], namespaces[0]["media"]
+    part = file_size if cores == 1 else file_size // cores // 4096 * 4096
+    if part == 0:
+        raise FioError(f"--file-size {file_size}: less than a page for each of {cores} cores")
+    bdev = Bdev.create(mm)
+    files = [DaxFile.create(mm, DaxDevice.create(mm, pmem), bdev, j * part, part)
+             for j in range(cores)]
+    return m, files, m.regions["user0"], namespaces[0]["media"]
 
 
-def build(profile, overrides, variant, file_size, background=None):
+def build(profile, overrides, variant, file_size, background=None, cores=1):
     """(machine, file, user region, media of the namespace) for a variant."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
     return dax_machine(profile, overrides, "mem" if variant == "memmap=dram" else "dev",
-                       variant != "bypass", file_size, background=background)
+                       variant != "bypass", file_size, background=background, cores=cores)
 
 
-def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
+def run_variant(profile, overrides, variant, bs, jobs, ios, file_size, cores=1):
     profiler.label(variant)
-    check_job_options(bs, ios, file_size)
-    overrides = job_overrides(profile, overrides, jobs)
+    check_job_options(bs, ios, file_size, cores)
+    overrides = job_overrides(profile, overrides, jobs, cores)
     data = np.random.default_rng(5).integers(0, 256, bs, dtype=np.uint8)
-    blocks = file_size // bs
+    # each emulated job writes its own file (dax_machine) from its own buffer
+    stride = -(-bs // 4096) * 4096
     ramp = ios // 10
     names = {}
 
     def run_once(background, n):
-        m, f, user, names["pmem"] = build(profile, overrides, variant,
-                                          -(-file_size // 4096) * 4096, background)
-        m.write(user["base"], data)
-        buf, ranges = user["base"], [(user["base"], user["base"] + user["size_bytes"])]
+        m, files, user, names["pmem"] = build(profile, overrides, variant,
+                                              -(-file_size // 4096) * 4096, background, cores)
+        for j in range(cores):
+            m.write(user["base"] + j * stride, data)
+        ranges = [(user["base"], user["base"] + user["size_bytes"])]
+        blocks = files[0].size // bs
+        if blocks == 0:
+            raise FioError(f"--bs {bs}: larger than a core's file ({files[0].size} bytes)")
 
-        def io(p, k):
-            return ksys_pwrite64(p, f, buf, bs, (k % blocks) * bs, ranges)
+        def io(p, k, job):
+            return ksys_pwrite64(p, files[job], user["base"] + job * stride, bs,
+                                 (k % blocks) * bs, ranges)
 
         r = run_jobs(m, io, n, jobs, "write", ramp_ios=ramp)
+        f = files[0]
         last = f.dax.pmem.virt_addr + f.dax.pmem.data_offset + ((ramp + n - 1) % blocks) * bs
         if m.read(last, bs) != data.tobytes():
             raise AssertionError("functional check failed: the last write's bytes differ from "
@@ -130,7 +147,7 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size):
         return r
 
     values = load_profile(profile, overrides or None).values
-    r, loaded = loaded_run(run_once, values, jobs, ios)
+    r, loaded = loaded_run(run_once, values, jobs, ios, cores=cores)
     # every job writes node 0's first namespace (one region of its media)
     return {"iops": r.iops, "ns_per_io": r.ns_per_io, "cycles_per_io": r.cycles / ios,
             "gbytes_per_s": r.iops * bs / 1e9,
@@ -145,9 +162,10 @@ def run(options):
     profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
     variants = {v: run_variant(profile, overrides, v, options.bs, options.jobs, options.ios,
-                               options.file_size)
+                               options.file_size, options.cores)
                 for v in progress(VARIANTS, NAME, options.progress)}
     return {"scenario": NAME, "profile": profile, "bs": options.bs, "jobs": options.jobs,
+            "cores": options.cores,
             "ios": options.ios, "file_size": options.file_size,
             "assumed": "bs 4096 and 1 job unless given: the thread gives neither",
             "variants": variants,
@@ -156,8 +174,10 @@ def run(options):
 
 
 def table(res):
+    cores = res.get("cores", 1)   # results saved before --cores ran one core
     lines = [f"dax-write-usercopy on {res['profile']}: psync sequential writes, bs={res['bs']}, "
-             f"jobs={res['jobs']}, {res['ios']} measured writes per variant",
+             f"jobs={res['jobs']} ({cores} on emulated cores), {res['ios']} measured "
+             f"writes per job and variant",
              "published: fio psync write, block size and jobs not given (assumed: 4 KiB, 1 job; "
              "the thread gives neither)",
              f"{'variant':<14}{'emulated IOPS':>15}{'published IOPS':>16}{'ratio':>7}"

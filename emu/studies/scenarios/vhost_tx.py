@@ -65,6 +65,7 @@ MAX_PKT_BYTES = BUF_STRIDE - vhost.VNET_HDR_BYTES
 LOOP_SITE = "tx loop"
 DESC_COPY = ("inlined", "call")   # the two readings of the descriptor read's compiled form
 MAX_PACKETS = 100_000      # a variant's packets are one program in memory, ~3.5 KB a packet
+GUESTS = ("core", "peer")  # the guest vCPU: a core of the machine, or the peer ops' core
 
 
 OPTIONS = (
@@ -76,6 +77,12 @@ OPTIONS = (
            f"frame bytes per packet (after its {vhost.VNET_HDR_BYTES}-byte vnet header), at most "
            f"{MAX_PKT_BYTES}: a guest buffer's {BUF_STRIDE} less the header (default: "
            f"%(default)s, assumed)", low=1, high=MAX_PKT_BYTES),
+    Option("guest", str, "core",
+           "where the guest's vCPU runs: 'core' = a second core of the machine running "
+           "virtqueue_enqueue_xmit and virtio_xmit_cleanup concurrently with vhost, up to the "
+           "ring's batches ahead, the host polling avail->idx; 'peer' = the peer ops' other "
+           "core (its writes placed just before the host reads them, costing it nothing) "
+           "(default: %(default)s)", choices=GUESTS),
     Option("desc_copy", str, "inlined",
            "the uaccess path's 16-byte descriptor read as compiled: 'inlined' = "
            "raw_copy_from_user's constant form (STAC, LFENCE, two loads, CLAC), 'call' = "
@@ -84,23 +91,28 @@ OPTIONS = (
 )
 
 
-def build(profile, overrides, variant, desc_copy="inlined"):
+def build(profile, overrides, variant, desc_copy="inlined", guest="peer"):
     """(machine, ring, guest buffer base, kernel frag base) for a variant; `desc_copy`:
     "inlined" (the descriptor read is raw_copy_from_user's 16-byte form with its LFENCE) or
-    "call" (copy_user_generic), kernels/vhost.py's module docstring."""
+    "call" (copy_user_generic), kernels/vhost.py's module docstring; `guest`: "core" (the
+    guest's vCPU is core 1 of a two-core machine) or "peer" (the peer ops' core)."""
     if desc_copy not in DESC_COPY:
         raise ValueError(f"desc_copy {desc_copy!r}: one of {', '.join(DESC_COPY)}")
+    if guest not in GUESTS:
+        raise ValueError(f"guest {guest!r}: one of {', '.join(GUESTS)}")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
     smap, path = (kv.split("=")[1] for kv in variant.split(","))
     values = load_profile(profile, overrides or None).values
-    m = Machine(profile, overrides or None, regions=with_user_region(values), smap=smap == "on")
+    m = Machine(profile, overrides or None, regions=with_user_region(values), smap=smap == "on",
+                cores=2 if guest == "core" else 1)
     user = m.regions["user0"]
     kernel = next(r for r in m.regions.values() if r["base"] == user["base"] + user["size_bytes"])
     k = kernel["base"]
     alias = k + (1 << 20)                              # the vmap alias of the ring pages
     ring = vhost.Ring(path, alias if path == "vmap" else user["base"], 256, vq=k, umem=k + 1024,
-                      maps=k + 2048, stack=k + 3072, desc_const=desc_copy == "inlined")
+                      maps=k + 2048, stack=k + 3072, desc_const=desc_copy == "inlined",
+                      guest_core=guest == "core")
     bufs = user["base"] + (1 << 20)
     for base in {ring.base, user["base"]}:   # the guest's ring (and its vmap alias)
         r = vhost.Ring("uaccess", base, ring.num, 0, 0, 0, 0)
@@ -127,11 +139,13 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
     declared = declared_cycles(m.profile.values)
     tx = vhost.TxBuffers(net=ring.vq + 4096, xdp=ring.vq + 8192, frags=frags)
     p = Program(capacity=80 * n, line_ips=True)
+    guest = guest_program(ring, bufs, first, n, pkt_bytes) if ring.guest_core else None
     with p.loop(LOOP_SITE):
         for k in range(first, first + n, vhost.VHOST_NET_BATCH):
             count = min(vhost.VHOST_NET_BATCH, first + n - k)
-            vhost.virtqueue_enqueue_xmit(p, ring, ring.last_avail_idx, count, bufs, BUF_STRIDE,
-                                         pkt_bytes)
+            if guest is None:
+                vhost.virtqueue_enqueue_xmit(p, ring, ring.last_avail_idx, count, bufs,
+                                             BUF_STRIDE, pkt_bytes)
             heads = []
             for j in range(count):
                 head = vhost.vhost_get_vq_desc(p, ring)
@@ -148,22 +162,52 @@ def packets_program(m, ring, bufs, frags, first, n, pkt_bytes):
             tx.batched = 0                                     # vhost_tx_batch
             vhost.vhost_add_used_n(p, ring, heads)
             vhost.vhost_signal(p, ring)
-            vhost.virtio_xmit_cleanup(p, ring, ring.used_idx - len(heads), len(heads))
+            if guest is None:
+                vhost.virtio_xmit_cleanup(p, ring, ring.used_idx - len(heads), len(heads))
+    return p if guest is None else [p, guest]
+
+
+def guest_program(ring, bufs, first, n, pkt_bytes):
+    """The guest core's side of packets first .. first+n-1 (`Ring.guest_core`): it enqueues
+    each batch once the ring has room, the ring's batches ahead of the host at most
+    (reclaiming the batch the host used that long ago first: virtio_xmit_cleanup waits for
+    it), and reclaims the last ones at the end. It runs at kernel privilege with EFLAGS.AC
+    set (one STAC first), so that SMAP lets it reach the user pages and, on the vmap path,
+    the kernel alias that stands for the same pages (kernels/vhost.py)."""
+    p = Program(capacity=16 * n, line_ips=True)
+    p.stac()
+    batches = [(k, min(vhost.VHOST_NET_BATCH, first + n - k))
+               for k in range(first, first + n, vhost.VHOST_NET_BATCH)]
+    ahead = ring.num // vhost.VHOST_NET_BATCH
+    for j, (k, count) in enumerate(batches):
+        if j >= ahead:
+            vhost.virtio_xmit_cleanup(p, ring, *batches[j - ahead], core=True)
+        vhost.virtqueue_enqueue_xmit(p, ring, k, count, bufs, BUF_STRIDE, pkt_bytes, core=True)
+    for k, count in batches[max(0, len(batches) - ahead):]:
+        vhost.virtio_xmit_cleanup(p, ring, k, count, core=True)
     return p
 
 
-def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inlined"):
+def _host_sites(m):
+    """The host core's sites' counters (core 0's, with a guest core)."""
+    s = m.stats()
+    return s["cores"][0]["sites"] if m.cores > 1 else s["sites"]
+
+
+def run_variant(profile, overrides, variant, packets, pkt_bytes, desc_copy="inlined",
+                guest="peer"):
     profiler.label(variant)
     batch = vhost.VHOST_NET_BATCH
-    m, ring, bufs, frags = build(profile, overrides, variant, desc_copy)
+    m, ring, bufs, frags = build(profile, overrides, variant, desc_copy, guest)
     profiler.units(batch + packets, "packet")
     m.run(packets_program(m, ring, bufs, frags, 0, batch, pkt_bytes))
-    before = m.stats()["sites"]
+    before = _host_sites(m)
     r = m.run(packets_program(m, ring, bufs, frags, batch, packets, pkt_bytes))
     sites = {name: (d["cycles"] - before.get(name, {"cycles": 0})["cycles"]) / packets
-             for name, d in m.stats()["sites"].items()}
-    ns = r.seconds * 1e9 / packets
-    return {"mpps": 1e3 / ns, "ns_per_packet": ns, "cycles_per_packet": r.cycles / packets,
+             for name, d in _host_sites(m).items()}
+    host = r.cores[0] if m.cores > 1 else r   # the guest's run may end later: not the host's
+    ns = host.seconds * 1e9 / packets
+    return {"mpps": 1e3 / ns, "ns_per_packet": ns, "cycles_per_packet": host.cycles / packets,
             "functions_cycles_per_packet": {k: v for k, v in sites.items() if v}}
 
 
@@ -171,10 +215,11 @@ def run(options):
     profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
     variants = {v: run_variant(profile, overrides, v, options.packets, options.pkt_bytes,
-                               options.desc_copy)
+                               options.desc_copy, options.guest)
                 for v in progress(VARIANTS, NAME, options.progress)}
     return {"scenario": NAME, "profile": profile, "packets": options.packets,
             "pkt_bytes": options.pkt_bytes, "desc_copy": options.desc_copy,
+            "guest": options.guest,
             "variants": variants}
 
 
@@ -188,7 +233,8 @@ def table(res):
     lines = [f"vhost-tx on {res['profile']}: {res['packets']} packets of {res['pkt_bytes']} B "
              f"per variant measured, after one unmeasured batch of {vhost.VHOST_NET_BATCH} "
              f"(assumed: a full 256-entry ring, a polling guest; descriptor read: "
-             f"{res['desc_copy']})",
+             f"{res['desc_copy']}; the guest's vCPU: "
+             f"{'a second core' if res['guest'] == 'core' else 'the peer ops'})",
              "published: none in docs/scenarios.md; the emulator predicts",
              f"{'variant':<24}{'Mpps':>8}{'ns/packet':>11}"]
     for v, d in res["variants"].items():
