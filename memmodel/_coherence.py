@@ -38,14 +38,17 @@ from memmodel.layout import MT
 NONE, SHARED, CLEAN, MODIFIED = 0, 1, 2, 3
 
 
+# what _visit does to each copy
+TO_SHARED, TO_INVALID, TO_CLEAN = 0, 1, 2
+
+
 @compiled
-def snoop(S, line, own):
-    """Every other core's copies of `line` (in their private levels) for this core's miss:
-    with `own` (a read for ownership) they are invalidated, else they turn Shared and clean.
-    Returns what they held (MODIFIED, CLEAN (Exclusive), SHARED or NONE) and the cycle the
-    last of their data arrived or arrives (0: none held)."""
-    found = NONE
-    busy = 0
+def _visit(S, line, act):
+    """Every other core's copies of `line` (in their private levels), each turned Shared and
+    clean (TO_SHARED), dropped (TO_INVALID) or cleaned (TO_CLEAN). Returns what they held
+    (MODIFIED, CLEAN (Exclusive), SHARED or NONE), the cycle the last of their data arrived
+    or arrives (0: none held) and 1 if one was dirty."""
+    found, busy, dirty = NONE, 0, 0
     me = S[MT.CORE]
     for j in range(S[MT.CORES]):
         if j == me:
@@ -59,10 +62,22 @@ def snoop(S, line, own):
             found = max(found, MODIFIED if f & cm.F_DIRTY else
                         SHARED if f & cm.F_SHARED else CLEAN)
             busy = max(busy, cm.ready(V, b))
-            if own:
+            dirty |= f & cm.F_DIRTY
+            if act == TO_INVALID:
                 cm.invalidate(V, lvl, b)
+            elif act == TO_CLEAN:
+                cm.set_flags(V, b, f & ~cm.F_DIRTY)
             else:
                 cm.set_flags(V, b, (f & ~cm.F_DIRTY) | cm.F_SHARED)
+    return found, busy, dirty
+
+
+@inlined
+def snoop(S, line, own):
+    """The other cores' copies of `line` for this core's miss: with `own` (a read for
+    ownership) invalidated, else turned Shared and clean. Returns what they held and the
+    cycle the last of their data arrives (_visit)."""
+    found, busy, _ = _visit(S, line, TO_INVALID if own else TO_SHARED)
     return found, busy
 
 
@@ -77,23 +92,8 @@ def transfer_cycles(S, found, own, in_llc):
     return 0
 
 
-@compiled
+@inlined
 def drop_others(S, line, keep):
     """Every other core's private copies of `line` dropped (with `keep`, cleaned): a
     flush's or an inclusive last level's eviction. Returns 1 if one was dirty."""
-    dirty = 0
-    me = S[MT.CORE]
-    for j in range(S[MT.CORES]):
-        if j == me:
-            continue
-        V = view_at(S, (j - me) * S[MT.CORE_WORDS])   # core j's view
-        for lvl in range(S[MT.LEVELS] - 1):
-            b = cm.lookup(V, lvl, line)
-            if b < 0:
-                continue
-            if keep:
-                dirty |= cm.flags(V, b) & cm.F_DIRTY
-                cm.set_flags(V, b, cm.flags(V, b) & ~cm.F_DIRTY)
-            else:
-                dirty |= cm.invalidate(V, lvl, b)
-    return dirty
+    return _visit(S, line, TO_CLEAN if keep else TO_INVALID)[2]
