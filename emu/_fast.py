@@ -1,6 +1,8 @@
 """The register-resident path for plain loads and stores: the pipeline scalars, the L1's use
 stamp and two memo entries in registers, its L1 steps memmodel._l1's (pinned to the general
 path by tests/test_fast_path.py)."""
+from numba import int64
+
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu.state import EH, SC, TP
@@ -21,7 +23,7 @@ from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD, K_STORE
-from memmodel.jit import compiled, host_prefetch, inlined, ix
+from memmodel.jit import BYTES, FRAMES, ROWS, STATE, apart, host_prefetch, inlined, ix
 from memmodel.layout import MH, MS, MT
 
 PF_AHEAD = 16   # ops of lookahead for host prefetch hints of the sets an op will touch
@@ -202,7 +204,7 @@ def _copy_pairs(S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo
         w_issue, fr_ok
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, BYTES, int64, int64)
 def plain_run(S, pt, frames, ops, data, i, n):
     """Execute ops i.. while they are plain loads and stores within one line that need no
     check (the common case of most traces), with the pipeline scalars and the L1 use stamp
