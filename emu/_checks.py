@@ -1,5 +1,7 @@
 """Before an op runs: the byte ranges it touches, faults (unmapped, privilege, SMAP, poison),
 pages made present; after a caught fault: the exception-table fixup."""
+from numba import int64
+
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu.state import (
@@ -32,7 +34,7 @@ from isa.ops import (
 from memmodel import _memside as mside
 from memmodel import _persist as persist
 from memmodel import memory as mm
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import FRAMES, ROWS, STATE, WORDS, apart, compiled, inlined, ix
 from memmodel.layout import MS, MT
 
 
@@ -106,7 +108,7 @@ def _zero_tail(S, ops, i, d0, d1):
         first_fault(S, d0, d1, True)[1] == ST_OK
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, int64, int64, int64, int64, int64, WORDS)
 def precheck(S, pt, frames, ops, i, d0, d1, s0, s1, out):
     """Validate op i before any side effect: mapped, permitted (privilege, SMAP), no poison
     consumed, and pages present when functional. Returns how many of its bytes execute:
@@ -184,7 +186,7 @@ def _zero_fill(S, pt, frames, dst, n):
         pos += k
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, int64, int64, WORDS)
 def fixup(S, pt, frames, ops, i, ok, res):
     """Op i faulted after `ok` bytes and its exception-table entry catches it: pay for the
     exception, record the bytes not done, zero the tail where asked."""

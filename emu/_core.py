@@ -1,5 +1,7 @@
 """The compiled run loop: executes a whole Program over the machine state in one call,
 dispatching each op to its handler (emu._handlers, emu._speculation, memmodel)."""
+from numba import boolean, int64
+
 from emu import _checks as ck
 from emu import _fast as fast
 from emu import _handlers as hd
@@ -30,11 +32,12 @@ from isa.ops import (
 from memmodel import _hierarchy as hier
 from memmodel import _persist as persist
 from memmodel import memory as mm
-from memmodel.jit import compiled, ix
+from memmodel.jit import BYTES, FRAMES, ROWS, STATE, WORDS, apart, compiled, ix
 from memmodel.layout import MS, MT
 
 
-@compiled
+# apart: the cores' scheduler calls it by symbol instead of compiling a copy of its code
+@apart(STATE, ROWS, FRAMES, ROWS, BYTES, WORDS, int64, WORDS, WORDS, boolean, int64, boolean)
 def run(S, pt, frames, ops, data, sites, start, res, out, plain, stop, tso):
     """Execute ops[start:stop], a SITE op's immediate k marking the machine's site sites[k]
     (ops are the program's, never rewritten; the ops from `stop` on are still the ones the

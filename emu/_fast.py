@@ -1,6 +1,8 @@
 """The register-resident path for plain loads and stores: the pipeline scalars, the L1's use
 stamp and two memo entries in registers, its L1 steps memmodel._l1's (pinned to the general
 path by tests/test_fast_path.py)."""
+from numba import int64
+
 from emu import _handlers as hd
 from emu import _pipeline as pl
 from emu.state import EH, SC, TP
@@ -21,7 +23,7 @@ from memmodel import _persist as persist
 from memmodel import cache as cm
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD, K_STORE
-from memmodel.jit import compiled, host_prefetch, inlined, ix
+from memmodel.jit import BYTES, FRAMES, ROWS, STATE, apart, host_prefetch, inlined, ix
 from memmodel.layout import MH, MS, MT
 
 PF_AHEAD = 16   # ops of lookahead for host prefetch hints of the sets an op will touch
@@ -112,40 +114,6 @@ def _plain(opf, r, i, n, op, flags, addr, size, functional, page_ok, lo, hi):
 
 
 @inlined
-def _line_loads(S, opf, i, n, line, i0, b, lo, hi, functional, hit, policy, repl, ways, rdy,
-                rob, lb, rseq, rlseq, rdone, rops, upc, site_start, stamp, now, frac, seq, lseq,
-                dep, rh, rc, rs, dmax, w_issue):
-    """plain_run's loads of `line` from op i on, which L1 holds in block b of the set at i0:
-    no lookup, no miss, no call. Returns op index and the scalars it changes."""
-    ready_line = S[ix(rdy + b)]
-    while i < n:
-        r = i * N_COLS
-        flags = opf[ix(r + COL_FLAGS)]
-        addr = opf[ix(r + COL_ADDR)]
-        size = opf[ix(r + COL_SIZE)]
-        if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != line or \
-                _off_line(addr, size, lo, hi) or \
-                _load_checked(opf, r, i, n, flags, functional):
-            break
-        if i + OPS_AHEAD < n:
-            host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
-        now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
-                                        lseq + 1, rh, rc, rs)
-        t0 = now
-        if flags and dep > t0:
-            t0 = dep
-        stamp = l1.use(S, policy, repl, ways, i0, b, stamp)
-        ready = max(t0 + hit, ready_line)
-        now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
-            S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
-            seq, w_issue, lseq, rh, rc, rs, dmax)
-        dep = ready
-        lseq += 1
-        i += 1
-    return i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, w_issue
-
-
-@inlined
 def _copy_pairs(S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo, hi,
                 functional, page_ok, fr_ok, hit, policy, repl, ways, flg, rdy, rob, lb, rseq,
                 rlseq, rdone, rops, upc, sbn, sb, commit, site_start, stamp, now, frac, seq,
@@ -154,8 +122,10 @@ def _copy_pairs(S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo
     holds both, the store before set ml0's dirty flag). Each pair's two hits swap the lines
     used last twice (the general path's order), which leaves them as they are. Returns the
     op index and the scalars it changes. (The load's steps are written out here and in
-    _line_loads: one inlined helper for both executed more instructions per op on every
-    trace, benchmarks/instructions.py's count; see docs/performance.md.)"""
+    plain_run's loop over one line's loads: one inlined helper for both executed more
+    instructions per op on every trace, benchmarks/instructions.py's count; see
+    docs/performance.md. That loop stays in plain_run's body: as an inlined helper of its
+    own, LLVM kept plain_run's loop invariants in stack slots around it.)"""
     while i + 1 < n:
         r = i * N_COLS
         rt = r + N_COLS   # the store's row
@@ -202,7 +172,7 @@ def _copy_pairs(S, pt, frames, opf, data, i, n, ml0, ms0, mb0, ml1, ms1, mb1, lo
         w_issue, fr_ok
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, BYTES, int64, int64)
 def plain_run(S, pt, frames, ops, data, i, n):
     """Execute ops i.. while they are plain loads and stores within one line that need no
     check (the common case of most traces), with the pipeline scalars and the L1 use stamp
@@ -304,10 +274,32 @@ def plain_run(S, pt, frames, ops, data, i, n):
         if i < n and opf[ix(r + N_COLS + COL_OP)] == Op.LOAD and \
                 opf[ix(r + N_COLS + COL_ADDR)] >> 6 == line and l1.valid(S, tags, line, mb0) and \
                 not S[ix(flg + mb0)] & bad:
-            i, stamp, now, frac, seq, lseq, dep, rh, rc, rs, dmax, w_issue = _line_loads(
-                S, opf, i, n, line, ms0, mb0, lo, hi, functional, hit, policy, repl, ways, rdy,
-                rob, lb, rseq, rlseq, rdone, rops, upc, site_start, stamp, now, frac, seq, lseq,
-                dep, rh, rc, rs, dmax, w_issue)
+            b, i0 = mb0, ms0
+            ready_line = S[ix(rdy + b)]
+            while i < n:
+                r = i * N_COLS
+                flags = opf[ix(r + COL_FLAGS)]
+                addr = opf[ix(r + COL_ADDR)]
+                size = opf[ix(r + COL_SIZE)]
+                if opf[ix(r + COL_OP)] != Op.LOAD or addr >> 6 != line or \
+                        _off_line(addr, size, lo, hi) or \
+                        _load_checked(opf, r, i, n, flags, functional):
+                    break
+                if i + OPS_AHEAD < n:
+                    host_prefetch(opf, ix(r + OPS_AHEAD * N_COLS))
+                now, rh, rc, rs = pl.rob_gate_v(S, rob, lb, rseq, rlseq, rdone, rops, now, seq,
+                                                lseq + 1, rh, rc, rs)
+                t0 = now
+                if flags and dep > t0:
+                    t0 = dep
+                stamp = l1.use(S, policy, repl, ways, i0, b, stamp)
+                ready = max(t0 + hit, ready_line)
+                now, frac, seq, w_issue, rh, rc, rs, dmax = _load_tail(
+                    S, rob, lb, rseq, rlseq, rdone, rops, upc, site_start, ready, now, frac,
+                    seq, w_issue, lseq, rh, rc, rs, dmax)
+                dep = ready
+                lseq += 1
+                i += 1
         # a copy's words after a store: a load of the line used before it, then a store to
         # its line, while L1 holds both
         elif op == Op.STORE and i + 1 < n and ml1 >= 0 and l1.valid(S, tags, ml0, mb0) and \

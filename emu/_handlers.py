@@ -1,4 +1,6 @@
 """One handler per op family: loads and stores, flushes, fences and the bulk copies."""
+from numba import int64
+
 from emu import _pipeline as pl
 from emu.state import SC, SCTR, TP
 from isa.ops import (
@@ -24,7 +26,7 @@ from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD, K_STORE
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_FENCED, PK_NOW
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import FRAMES, ROWS, STATE, apart, compiled, inlined, ix
 from memmodel.layout import MH, MS, MT
 
 
@@ -234,7 +236,7 @@ def rfo_ahead(S, ops, i, n):
 BULK_AHEAD = 4
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, int64, int64, int64)
 def flush_range(S, pt, frames, addr, size, kind):
     """FLUSH_RANGE: a flush of every line of [addr, addr + size), each write-back moved on
     to the persistence domain at once; region and pt row looked up once a page."""
@@ -297,7 +299,7 @@ def mfence(S):
     fence_cost(S, S[TP.MFENCE] - S[TP.SFENCE])
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, int64, int64, int64, int64)
 def copy(S, pt, frames, op, dst, src, n):
     """Bulk copies, expanded per destination line (sources are read line by line)."""
     if n <= 0:

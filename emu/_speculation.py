@@ -1,4 +1,6 @@
 """Branches and the transient window of a misprediction (Spectre v1 and its barriers)."""
+from numba import int64
+
 from emu import _checks as ck
 from emu import _pipeline as pl
 from emu.state import EH, SC, SCTR, ST_OK, TP
@@ -21,7 +23,7 @@ from isa.ops import (
 from memmodel import _hierarchy as hier
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import FRAMES, ROWS, STATE, apart, inlined, ix
 from memmodel.layout import MS, MT
 
 FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
@@ -83,7 +85,7 @@ def predicted_in(S, ops, i):
     return S[ix(counter(S, ip))] >= 2
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, int64, int64, int64)
 def transient(S, pt, frames, ops, j0, j1, resolve):
     """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
     loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
@@ -150,7 +152,7 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
     S[SC.NOW] = start   # the wrong path's fill-buffer waits (demand's second value) delay nothing
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, ROWS, int64)
 def branch(S, pt, frames, ops, i):
     """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
     t = S[SC.NOW]

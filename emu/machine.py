@@ -100,7 +100,7 @@ def _core_cached(S, pt, frames):
     this process or held by numba's on-disk cache: the lookup numba's Dispatcher.compile
     makes (numba/core/caching.py: the cache index maps (signature, target, bytecode hash)
     to a data file, and is empty when stale)."""
-    run = _core.run
+    run = getattr(_core.run, "dispatcher", _core.run)   # run is an apart phase
     if not hasattr(run, "overloads"):   # NUMBA_DISABLE_JIT: nothing is compiled
         return True
     ops, data, out = np.zeros((1, N_COLS), np.int64), np.zeros(1, np.uint8), np.zeros(1, np.int64)

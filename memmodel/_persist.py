@@ -7,8 +7,10 @@ image, one that needs the next fence (a CLWB/CLFLUSHOPT write-back, an NT store)
 snapshot into the pending ring (pend) and applied by SFENCE/MFENCE. Stores to one line
 become durable in program order, and a fence never makes the durable image older.
 """
+from numba import int64
+
 from memmodel import memory as mm
-from memmodel.jit import compiled, inlined, ix
+from memmodel.jit import FRAMES, ROWS, STATE, apart, compiled, inlined, ix
 from memmodel.layout import MH, MS, MT, fields
 
 FULL_MASK = -1   # all 64 bytes of a line
@@ -52,7 +54,7 @@ def _apply_oldest_pending(S, pt, frames):
     S[MS.PEND_COUNT] -= 1
 
 
-@compiled
+@apart(STATE, ROWS, FRAMES, int64, int64)
 def persist_queue(S, pt, frames, page, row):
     """Move this op's queued writes on: durable now, or snapshot until the next fence (a
     full snapshot ring makes its oldest write durable: it has long been accepted).

@@ -225,7 +225,12 @@ def inlined(f):
     return _keep_reload_init(_generic_calls(njit(cache=True, _nrt=False, forceinline=True)(f)))
 
 
-STATE = _types.int64[::1]   # the numba type of the state buffer S
+# the numba types of the arrays apart phases take
+STATE = _types.int64[::1]      # the state buffer S
+WORDS = STATE                  # another int64 vector: a run's sites, res, out
+ROWS = _types.int64[:, ::1]    # the page table pt, a program's ops
+FRAMES = _types.uint8[:, ::1]  # the functional memory's frames
+BYTES = _types.uint8[::1]      # a program's data
 
 _APART = {}   # (module, name): the link() of each apart function
 

@@ -133,8 +133,9 @@ WARM = """
 
     def overloads():
         ours = [(n, m) for n, m in sys.modules.items() if n.split(".")[0] in ("emu", "memmodel", "isa")]
-        return {(mod, name): len(obj.overloads) for mod, m in ours
-                for name, obj in vars(m).items() if isinstance(obj, CPUDispatcher)}
+        found = {(mod, name): getattr(obj, "dispatcher", obj) for mod, m in ours
+                 for name, obj in vars(m).items()}   # an apart phase's dispatcher too
+        return {k: len(d.overloads) for k, d in found.items() if isinstance(d, CPUDispatcher)}
 
     m = Machine()
     print("cached", _core_cached(m.S, m.pt, m.frames))
