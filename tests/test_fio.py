@@ -151,3 +151,12 @@ def test_the_fio_driver_imports_first():
                        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_each_cores_file_must_hold_a_block_in_whole_pages():
+    # 12100 bytes for two cores: 6050 each, 4096 in whole pages, short of a 6000-byte block,
+    # though two blocks fit the whole (refused before any run)
+    from emu.studies.fio import check_job_options
+    with pytest.raises(FioError, match="part for one of 2 cores, 4096 bytes"):
+        check_job_options(6000, 10, 12100, cores=2)
+    check_job_options(4096, 10, 12100, cores=2)

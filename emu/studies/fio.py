@@ -82,12 +82,19 @@ def job_options(rw, *, bs, jobs, ios, file_size, why, jobs_help, file_size_note=
     )
 
 
+def core_file_bytes(file_size, cores):
+    """The bytes of each of `cores` jobs' files when they share `file_size`: all of it for
+    one, else an equal part in whole pages."""
+    return file_size if cores == 1 else file_size // cores // 4096 * 4096
+
+
 def check_job_options(bs, ios, file_size, cores=1):
     """FioError unless each of `cores` jobs' part of the file holds a block, their buffers
     (a block each, page-aligned) fit the user region and the I/Os move at most MAX_BYTES."""
-    if file_size < bs * cores:
+    if core_file_bytes(file_size, cores) < bs:
         raise FioError(f"--bs {bs} is larger than --file-size {file_size}"
-                       + (f"'s part for one of {cores} cores" if cores > 1 else ""))
+                       + (f"'s part for one of {cores} cores, "
+                          f"{core_file_bytes(file_size, cores)} bytes" if cores > 1 else ""))
     if cores * -(-bs // 4096) * 4096 > USER_BYTES:
         raise FioError(f"--cores {cores} buffers of --bs {bs} do not fit the {USER_BYTES}-byte "
                        f"user region")

@@ -103,9 +103,7 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size, cores=1):
         m, files, buf, ranges, data_start, names["pmem"] = _rig(
             profile, shared, VARIANTS[variant], -(-file_size // 4096) * 4096, bs, background,
             cores)
-        blocks = files[0].size // bs
-        if blocks == 0:
-            raise FioError(f"--bs {bs}: larger than a core's file ({files[0].size} bytes)")
+        blocks = files[0].size // bs   # at least one: check_job_options
 
         def io(p, k, job):
             return ksys_pread64(p, files[job], buf + job * stride, bs, (k % blocks) * bs,

@@ -97,7 +97,7 @@ def dax_machine(profile, overrides, pmem_map, hardened, file_size, copy_mc=CopyM
     if file_size > pmem.capacity:
         raise FioError(f"--file-size: {file_size} bytes (whole pages) do not fit the "
                        f"{pmem.capacity}-byte pmem device of region {namespaces[0]['name']!r}")
-    part = file_size if cores == 1 else file_size // cores // 4096 * 4096
+    part = fio.core_file_bytes(file_size, cores)
     if part == 0:
         raise FioError(f"--file-size {file_size}: less than a page for each of {cores} cores")
     bdev = Bdev.create(mm)
@@ -130,9 +130,7 @@ def run_variant(profile, overrides, variant, bs, jobs, ios, file_size, cores=1):
         for j in range(cores):
             m.write(user["base"] + j * stride, data)
         ranges = [(user["base"], user["base"] + user["size_bytes"])]
-        blocks = files[0].size // bs
-        if blocks == 0:
-            raise FioError(f"--bs {bs}: larger than a core's file ({files[0].size} bytes)")
+        blocks = files[0].size // bs   # at least one: check_job_options
 
         def io(p, k, job):
             return ksys_pwrite64(p, files[job], user["base"] + job * stride, bs,
