@@ -16,6 +16,7 @@ from isa.ops import (
 from isa.program import Program
 
 LINE = 64
+PAGE = 4096
 LOADS = 1 << 15     # timed loads of a latency row
 MEMORY_BUFFER = 512 << 20   # [ILX] NewMemLat's DRAM region; LMBench 384-512 MB (§2)
 
@@ -70,15 +71,36 @@ def chase_ns(m, region, pattern):
     return r.seconds * 1e9 / len(offsets)
 
 
-def hitm_ns(m, lines=2048):
-    """Cache-to-cache transfer (MLC's c2c latency): another core on the socket writes a
-    line, then this core's dependent load reads it; around a random cycle of `lines` lines,
-    a warm-up pass, then a timed one. ns per load."""
-    p = Program()
-    for a in _base(m, "dram0") + _cycle(lines * LINE):
-        p.peer_write(int(a), size=8).load(int(a), dependent=True)
-    m.run(p)
-    return m.run(p).seconds * 1e9 / lines
+def c2c_ns(m, modified=True, lines=512):
+    """Cache-to-cache transfer (MLC's c2c latency) between the two cores of `m`: core 1
+    writes (`modified`: each a HITM after) or reads (a clean HIT after) a line in each of
+    `lines` pages, then core 0's dependent loads read them in a random order; a warm-up
+    round, then a timed one, each on lines of its own, the cores handing over by a flag
+    (Program.wait). A round's lines one a page, so that no prefetcher finds a stream, and
+    never next to or paired with the other round's, so that no prefetcher takes a timed line
+    ahead of its load: MLC's readings, near its prefetchers-off ones, say they did not. ns per load of core 0's timed loads."""
+    rng = np.random.default_rng(1)
+    base = _base(m, "dram0")
+    pages = base + rng.permutation(lines).astype(np.int64) * PAGE
+    half = PAGE // LINE // 2   # a round's line in its half of the page, the first's not
+    slots = np.stack([rng.integers(0, half - 1, lines),   # next to the second's
+                      rng.integers(half, 2 * half, lines)], axis=1) * LINE
+    flag = int(base + lines * PAGE)
+    reader, writer = Program(), Program()
+    for rnd in (1, 2):
+        addrs = pages + slots[:, rnd - 1]
+        if modified:
+            writer.stores(addrs, size=8).mfence()
+        else:
+            writer.loads(addrs).lfence()
+        writer.store(flag, value=2 * rnd - 1, size=8)
+        reader.wait(flag, 2 * rnd - 1)
+        with reader.function(f"round{rnd}"):
+            reader.loads(addrs, dependent=True)
+        reader.store(flag, value=2 * rnd, size=8)
+        writer.wait(flag, 2 * rnd)
+    m.run([reader, writer])
+    return m.stats()["cores"][0]["sites"]["round2"]["cycles"] / m.freq_ghz / lines
 
 
 def _stream(m, region, dimms):

@@ -17,7 +17,7 @@ from emu.studies.validate.benchmarks import (
     ewr,
     fence_cycles,
     flush_cycles,
-    hitm_ns,
+    c2c_ns,
     lfence_extra_cycles,
     locked_rmw_cycles,
     persist_ns,
@@ -47,7 +47,8 @@ class Row:
     `overrides`: the machine setting the measurement had, as (profile key, value) pairs
     (e.g. PREFETCHERS_OFF where the tool turns the prefetchers off); `other`: where the
     tool does not document a setting the row depends on, a second reading (label,
-    overrides) reported beside the row's own (docs/validation.md "Machine setting")."""
+    overrides) reported beside the row's own (docs/validation.md "Machine setting").
+    `cores`: the Machine's cores (Machine(cores=...)), for a measurement between cores."""
     profile: str
     name: str
     measured: float
@@ -58,6 +59,7 @@ class Row:
     calibrates: str | None = None
     overrides: tuple[tuple[str, object], ...] = ()
     other: tuple[str, tuple[tuple[str, object], ...]] | None = None
+    cores: int = 1
 
     @property
     def role(self):
@@ -183,12 +185,12 @@ def _setting(prefetchers):
             "unknown": {"other": _OTHER}}[prefetchers]
 
 
-def _mlc_rows(profile, tag, machine, local, remote, hitm=None, suffix="", prefetchers="off",
-              calibrates=()):
-    """An MLC output's idle latencies (§10) and same-socket HITM (§12); `calibrates`: the
-    profile keys taken from this output, for local, remote and HITM."""
+def _mlc_rows(profile, tag, machine, local, remote, hitm=None, hit=None, suffix="",
+              prefetchers="off", calibrates=()):
+    """An MLC output's idle latencies (§10) and same-socket HITM and HIT (§12);
+    `calibrates`: the profile keys taken from this output, for local, remote, HITM and HIT."""
     note = {"off": MLC_OFF, "on": MLC_ON, "unknown": MLC_UNKNOWN}[prefetchers]
-    keys = dict(zip(("local", "remote", "hitm"), calibrates))
+    keys = dict(zip(("local", "remote", "hitm", "hit"), calibrates))
     rows = [Row(profile, f"dram-latency-mlc{suffix}", local, "ns",
                 _src(tag, "§10: local idle", machine) + "; " + note, _chase("dram0", "random"),
                 calibrates=keys.get("local"), **_setting(prefetchers)),
@@ -196,10 +198,12 @@ def _mlc_rows(profile, tag, machine, local, remote, hitm=None, suffix="", prefet
                 _src(tag, "§10: remote idle", machine) + "; " + note,
                 _chase("dram1", "random"), calibrates=keys.get("remote"),
                 **_setting(prefetchers))]
-    if hitm is not None:
-        rows.append(Row(profile, f"hitm-same-socket{suffix}", hitm, "ns",
-                        _src(tag, "§12: L2->L2 HITM", machine) + "; " + note, hitm_ns,
-                        calibrates=keys.get("hitm"), **_setting(prefetchers)))
+    for kind, value, modified in (("hitm", hitm, True), ("hit", hit, False)):
+        if value is not None:
+            rows.append(Row(profile, f"{kind}-same-socket{suffix}", value, "ns",
+                            _src(tag, f"§12: L2->L2 {kind.upper()}", machine) + "; " + note,
+                            partial(c2c_ns, modified=modified), calibrates=keys.get(kind),
+                            cores=2, **_setting(prefetchers)))
     return rows
 
 
@@ -238,11 +242,12 @@ ROWS = [
              "(this profile's machine); tool and prefetcher setting not recorded: a random "
              "chase, prefetchers-off reading beside it"), _chase("pmem0", "random"),
         other=_OTHER),
-    *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3, prefetchers="on",
-               calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
-                           "cache.llc.peer_hitm_ns")),
+    *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3, hit=48.8,
+               prefetchers="on", calibrates=("media.dram.read_latency_ns",
+                                             "numa.remote_latency_ns", "cache.llc.peer_hitm_ns",
+                                             "cache.llc.peer_hit_ns")),
     *_mlc_rows(CLX, "MLC (CSIT calib_clx)", CLX6252, local=81.2, remote=130.2, hitm=55.6,
-               suffix="-6252n"),
+               hit=55.5, suffix="-6252n"),
     _lat("dram-write-ntstore-64B", 86.9, "ns", _FIG2, "§1.1", _persist("dram0", "ntstore"),
          calibrates="media.dram.wc_ack_ns"),
     _lat("dram-write-clwb-64B", 57.3, "ns", _FIG2, "§1.1", _persist("dram0", "clwb"),
@@ -297,10 +302,12 @@ ROWS = [
     Row(SKX, "dram-latency-lmbench", _mid(89, 91), "ns",
         _src("[AT11544]", "§2: 89-91 ns, 384-512 MB", "Skylake-SP: this profile's source"),
         _chase("dram0", "random"), calibrates="media.dram.read_latency_ns"),
-    *_mlc_rows(SKX, "MLC (CSIT calib_skx)", SKX8180, local=81.1, remote=144.5, hitm=50.3),
+    *_mlc_rows(SKX, "MLC (CSIT calib_skx)", SKX8180, local=81.1, remote=144.5, hitm=50.3,
+               hit=50.3),
     *_mlc_rows(SKX, "MLC (hpcleuven skylake_mlc.txt)", SKX6140, local=90.2, remote=144.3,
-               hitm=49.9, suffix="-6140", prefetchers="on",
-               calibrates=(None, "numa.remote_latency_ns", "cache.llc.peer_hitm_ns")),
+               hitm=49.9, hit=50.5, suffix="-6140", prefetchers="on",
+               calibrates=(None, "numa.remote_latency_ns", "cache.llc.peer_hitm_ns",
+                           "cache.llc.peer_hit_ns")),
     Row(SKX, "lfence-dependent-chain", 9.3, "cycles",
         _src("[SO-LFENCE]", "§4, §7.2: extra cycles per LFENCE", "Skylake: the closest profile"),
         lfence_extra_cycles, calibrates="instr.lfence_refill_cycles"),
@@ -330,7 +337,10 @@ ROWS = [
         _chase("dram0", "random"), calibrates="media.dram.read_latency_ns"),
     Row(BDW, "hitm-same-socket", 39.2, "ns",
         _src("MLC (hpcleuven broadwell_mlc.txt)", "§12", BDW2680) + "; " + MLC_UNKNOWN,
-        hitm_ns, other=_OTHER),
+        partial(c2c_ns, modified=True), other=_OTHER, cores=2),
+    Row(BDW, "hit-same-socket", 34.4, "ns",
+        _src("MLC (hpcleuven broadwell_mlc.txt)", "§12", BDW2680) + "; " + MLC_UNKNOWN,
+        partial(c2c_ns, modified=False), other=_OTHER, cores=2),
     *_instruction_rows(BDW, "[ILX BroadwellE]", BDW6850, lfence=4.25, sfence=6.0, mfence=33.3,
                        clflush=106, movsb=57.4, locked=19.0),
     *_instruction_rows(BDW, "[ILX Broadwell-DE D-1540]", BDW1540, clflush=93.7,
@@ -341,10 +351,10 @@ ROWS = [
     #    §14.1); its fences, locked RMW and CLFLUSH (the E5-2660 v3's) are these dumps', its
     #    idle latencies and HITM the E5-2699 v3 MLC output's
     *_mlc_rows(HSW, "MLC (CSIT calib_hsw)", HSW2699, local=97.5, remote=139.6, hitm=47.1,
-               calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
-                           "cache.llc.peer_hitm_ns")),
+               hit=42.2, calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
+                                     "cache.llc.peer_hitm_ns", "cache.llc.peer_hit_ns")),
     *_mlc_rows(HSW, "MLC (hpcleuven haswell_mlc.txt)", HSW2680, local=92.1, remote=127.1,
-               hitm=36.6, suffix="-2680v3", prefetchers="unknown"),
+               hitm=36.6, hit=33.2, suffix="-2680v3", prefetchers="unknown"),
     *_mlc_rows(HSW, "MLC (cs499-fa22 hw1 README)", HSW2630, local=93.5, remote=133.8,
                suffix="-2630v3", prefetchers="unknown"),
     *_instruction_rows(HSW, "[ILX HaswellEP]", HSW26x0, lfence=_mid(4.25, 4.26), sfence=6.0,
@@ -396,6 +406,12 @@ REASONS = {
                               "[AT11544]); this row measures the i7-6850K desktop part",
     "hsw-hitm-assumed": "the profile takes the 18-core E5-2699 v3's own 47.1 ns HITM (its "
                         "assumed CPU); this 12-core Haswell-EP measures 36.6 ns",
+    "hsw-hit-assumed": "the profile takes the 18-core E5-2699 v3's own 42.2 ns L2->L2 HIT "
+                       "(its assumed CPU); this 12-core Haswell-EP measures 33.2 ns",
+    "bdw-c2c-transferred": "the profile's clean cache-to-cache transfer is Cascade Lake's "
+                           "48.8 ns, transferred: the only Broadwell-EP figure, this E5-2680 "
+                           "v4's 34.4 ns, was taken with Cluster-on-Die on, within one "
+                           "cluster, which the profile does not model",
     "skx-2socket-flush": "the profile takes the 2-socket Xeon 8160's flush cost (its own "
                          "platform, docs/hardware.md §4.1); this row measures the one-socket "
                          "i9-7900X, about half",
@@ -460,7 +476,9 @@ KNOWN_GAPS = {
     (BDW, "likwid-copy-bw"): (1.38, 1.7, REASONS["l2-prefetch-per-stream"]),
     (BDW, "likwid-update-bw"): (1.57, 1.93, REASONS["l2-prefetch-per-stream"]),
     (BDW, "likwid-triad-bw"): (1.22, 1.51, REASONS["l2-prefetch-per-stream"]),
+    (BDW, "hit-same-socket"): (1.28, 1.56, REASONS["bdw-c2c-transferred"]),
     (HSW, "hitm-same-socket-2680v3"): (1.15, 1.42, REASONS["hsw-hitm-assumed"]),
+    (HSW, "hit-same-socket-2680v3"): (1.14, 1.40, REASONS["hsw-hit-assumed"]),
     (HSW, "clflush-throughput"): (2.09, 2.57, REASONS["flush-other-dump"]),
     (HSW, "likwid-update-bw"): (1.17, 1.44, REASONS["l2-prefetch-per-stream"]),
 }
