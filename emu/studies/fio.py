@@ -114,11 +114,11 @@ def job_overrides(profile, overrides, jobs, cores=1):
     as capacity (the media's bandwidth is shared through background traffic: loaded_run)."""
     if not isinstance(jobs, int) or jobs < 1:
         raise FioError(f"jobs must be a positive integer, not {jobs!r}")
-    check_cores(profile, overrides, jobs, cores)
     out = dict(overrides or {})
+    prof = load_profile(profile, out or None)
+    check_cores(prof, jobs, cores)
     if jobs == cores:
         return out
-    prof = load_profile(profile, out or None)
     llc = prof.values["cache"][list(prof.values["cache"])[-1]]
     for key in SHARED_KEYS:
         value = prof.get(key)
@@ -141,9 +141,10 @@ def job_overrides(profile, overrides, jobs, cores=1):
     return out
 
 
-def check_cores(profile, overrides, jobs, cores):
-    """FioError unless 1 <= cores <= jobs and the profile's socket has that many cores."""
-    most = load_profile(profile, overrides or None).values["core"].get("cores_per_socket", 1)
+def check_cores(prof, jobs, cores):
+    """FioError unless 1 <= cores <= jobs and the loaded profile's socket has that many
+    cores."""
+    most = prof.values["core"].get("cores_per_socket", 1)
     if not isinstance(cores, int) or not 1 <= cores <= min(jobs, most):
         raise FioError(f"--cores {cores}: the jobs on emulated cores are 1 to the jobs "
                        f"({jobs}) and to the profile's cores per socket ({most})")
