@@ -76,16 +76,12 @@ Model departures and assumptions:
   division of `pool_find_block` is an op (profile [instr] div64_cycles), as its result is
   the block's address.
 """
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from isa._rows import put_rows
-from isa.ops import N_COLS, Op
-from isa.ops import FLAG_DEPENDENT as DEP
-from isa.program import Program
-from isa.sourcelines import line_ip
+from isa.event_rows import EventRows
+from isa.ops import Op
 
 VARIANTS = ("orig", "list", "maple")
 # dmapool_test.c: (size, align, boundary) of each pool, NR_TESTS rounds
@@ -123,11 +119,9 @@ SPAN_BYTES = AT_DMA + (8 << 20)     # the kernel memory a test row needs
 
 SITES = ("dmapool_test_alloc", "dma_pool_alloc", "pool_initialise_page", "dma_pool_free",
          "pool_find_block", "mtree_load")
-_SITE = {name: i for i, name in enumerate(SITES)}
 # branch sites (ips: what the branch predictor tells branches apart by; any distinct values)
 IP_MTREE_SCAN = 0x1000       # mtree_lookup_walk's `pivots[offset] >= mas->index` break
 IP_FIND_BLOCK = 0x1040       # pool_find_block's test of a page in its page-list walk
-_STEP = 1 << 24   # steps per event in the row ordering (a walk takes at most 3 per page)
 
 
 def nr_blocks(size):
@@ -163,80 +157,6 @@ def pool_geometry(variant, size, align, boundary):
         offsets.append(offset)
         offset += size
     return size, allocation, np.array(offsets, dtype=np.int64)
-
-
-class _Rows:
-    """The op rows of one round, added a column array at a time and put in order at the
-    end: row (event k, step j) runs after (k, j - 1) and before anything of event k + 1."""
-
-    def __init__(self):
-        self.keys, self.parts = [], []
-
-    def add(self, event, step, op, addr=0, imm=0, flags=0, size=8, src=0):
-        event = np.asarray(event, dtype=np.int64)
-        self.keys.append(np.broadcast_to(event * _STEP + step, (event.size,)))
-        self.parts.append([np.ravel(np.asarray(v, dtype=np.int64))
-                           for v in (op, addr, size, src, imm, flags)])
-
-    def site(self, event, step, name):
-        self.add(event, step, Op.SITE, imm=_SITE[name])
-
-    def load(self, event, step, addr, dependent=False, size=8):
-        """One load instruction of the kernel, run once per event: its ip is the caller's
-        line (isa.sourcelines.line_ip), as for Program(line_ips=True)."""
-        self.add(event, step, Op.LOAD, addr, flags=DEP if dependent else 0, size=size,
-                 src=line_ip(sys._getframe(1)))
-
-    def store(self, event, step, addr, value, size=8):
-        self.add(event, step, Op.STORE, addr, imm=value, size=size,
-                 src=line_ip(sys._getframe(1)))
-
-    def exit_branch(self, event, step, index, limit, ip):
-        """A loop's data-dependent exit test on the load just before it (an empty body: the
-        loop goes on while index < limit, so its outcome is the walk's, known when the
-        rows are built; it resolves once that load's data is there), at branch site ip."""
-        self.add(event, step, Op.BRANCH, index, size=limit, flags=DEP, src=ip)
-
-    def program(self, memory=None):
-        """The round's Program, its op array taken from `memory` (an OpMemory) if given.
-        Each part's rows go straight to their places in a compiled pass (numpy's row
-        scatter through blocks of rows was several times slower); Machine.run validates
-        them."""
-        keys = np.concatenate(self.keys)
-        place = np.empty(len(keys), dtype=np.int64)
-        place[np.argsort(keys, kind="stable")] = np.arange(len(keys))
-        ops = memory.take(len(keys)) if memory else np.empty((len(keys), N_COLS), np.int64)
-        at = 0
-        for key, part in zip(self.keys, self.parts):
-            put_rows(ops, place[at:at + len(key)], *part)
-            at += len(key)
-        return Program.from_array(ops, site_names=SITES, copy=False, check=False)
-
-
-class OpMemory:
-    """One buffer the op arrays of a test row are carved from, reused by the next row: the
-    study's 54 rounds take 2.2 GiB of op arrays, and memory the process has not touched
-    costs about 12 us a page here (a mapping of its own for every array over glibc's 32 MiB)."""
-
-    def __init__(self):
-        self.buf, self.used, self.wanted = None, 0, 0
-
-    def reset(self):
-        """The arrays after this: the buffer is reused only if no array of it is alive; when
-        it was too small, it grows to twice what was asked of it (a page is only touched,
-        so only counted, when used)."""
-        if self.buf is not None and (sys.getrefcount(self.buf) > 2 or self.wanted > len(self.buf)):
-            self.buf = None
-        if self.buf is None and self.wanted:
-            self.buf = np.empty((2 * self.wanted, N_COLS), dtype=np.int64)
-        self.used, self.wanted = 0, 0
-
-    def take(self, rows):
-        self.wanted += rows
-        if self.buf is None or self.used + rows > len(self.buf):
-            return np.empty((rows, N_COLS), dtype=np.int64)
-        self.used += rows
-        return self.buf[self.used - rows:self.used]
 
 
 @dataclass
@@ -502,8 +422,8 @@ def _pool_find_block(r, events, step, pool, b, costs):
 def dmapool_test_alloc(pool, blocks, costs, memory=None):
     """One round of dmapool_test_alloc(p, blocks): `blocks` dma_pool_alloc calls, then a
     dma_pool_free of each block in the same order. Updates the pool's state; returns the
-    round's Program, its op array from `memory` (an OpMemory) if given."""
-    r = _Rows()
+    round's Program, its op array from `memory` (an isa.event_rows.OpMemory) if given."""
+    r = EventRows(SITES)
     pairs = pool.base + AT_PAIRS + PAIR_BYTES * np.arange(blocks, dtype=np.int64)
     # the allocator's choices: the free list popped from its end, then each new page's
     # blocks in address order (pool_initialise_page links them so)

@@ -10,6 +10,7 @@ from emu import Machine
 from emu.studies.cli import main
 from emu.studies.scenarios.dmapool_test import kernel_base
 from isa import Program
+from isa.event_rows import OpMemory
 from isa.program import ProgramError
 from isa.ops import COL_ADDR, COL_IMM, COL_OP, COL_SIZE, COL_SRC, Op
 from kernels import dmapool as dp
@@ -299,7 +300,7 @@ def test_op_memory_reuses_its_buffer_only_when_no_program_of_it_is_alive():
         pool = dp.DmaPool("orig", 64, 64, 0, base)
         return [dp.dmapool_test_alloc(pool, 64, COSTS, memory) for _ in range(n)]
     plain = [p.ops.copy() for p in rounds(None, 3)]
-    memory = dp.OpMemory()
+    memory = OpMemory()
     memory.reset()
     kept = rounds(memory, 3)           # no buffer yet: arrays of their own
     assert all(np.array_equal(p.ops, q) for p, q in zip(kept, plain))

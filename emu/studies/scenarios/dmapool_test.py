@@ -16,6 +16,7 @@ from emu.studies.costs import NS
 from emu.studies.options import Option
 from emu.studies.progress import progress
 from isa import Program
+from isa.event_rows import OpMemory
 from kernels import dmapool
 from memmodel.profile import ProfileError
 
@@ -64,7 +65,7 @@ def kernel_base(m):
 
 def run_row(profile, overrides, variant, parms, rounds, fast_forward=True, memory=None):
     """Emulated microseconds of `rounds` rounds of one row, and the pool's page count;
-    `memory`: a dmapool.OpMemory the row's op arrays are taken from."""
+    `memory`: an OpMemory the row's op arrays are taken from."""
     profiler.label(variant)
     m = Machine(profile, overrides or None)
     pool = dmapool.DmaPool(variant, *parms, kernel_base(m))
@@ -115,7 +116,7 @@ def run(options):
     profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
     variants = {v: {METRIC: {}} for v in VARIANTS}
-    rows, memory = {}, dmapool.OpMemory()
+    rows, memory = {}, OpMemory()
     for parms in progress(dmapool.PARMS, NAME, options.progress):
         size, align, _ = parms
         key = dmapool.row_key(size, align, dmapool.nr_blocks(size))
