@@ -325,3 +325,71 @@ def test_forward_branches_make_an_else_and_a_goto():
         assert (_word(m, COUNTER), _word(m, COUNTER + 8)) == (a, 3), v
     with pytest.raises(ProgramError, match="not a branch"):
         Program().load(LOCK, 8).land(0)
+
+
+# -- the slowpath's two races, each set up by hand --------------------------------------
+
+def _recorded(ps, r, c, op, size=None, addr=None):
+    """The values CPU c's ops of kind `op` (and `size`, `addr`) recorded, in program order
+    (0 where the op was skipped)."""
+    ops = ps[c].ops
+    sel = ops[:, COL_OP] == op
+    if size is not None:
+        sel &= ops[:, COL_SIZE] == size
+    if addr is not None:
+        sel &= ops[:, 1] == addr
+    return [r.cores[c].values.get(int(i), 0) for i in np.flatnonzero(sel)]
+
+
+def test_the_queue_s_trylock_takes_a_lock_freed_while_the_node_was_set_up():
+    """The word is (0,1,1): an owner and a pending CPU, both played by core 1, whose two
+    stores (the hand-over to the pending CPU, its release) leave its store buffer once its
+    read-for-ownership of the line is done (a miss to DRAM, a few hundred cycles). CPU 0
+    starts 150 cycles in: its fast path still finds (0,1,1) and queues; by its
+    queued_spin_trylock the word is 0, so the trylock takes the lock: goto release (no wait
+    as the queue's head, no claim)."""
+    two = Machine("skylake-ddr4", cores=2)
+    q = QNodes(QNODES, 2)
+    two.write(LOCK, (0x101).to_bytes(4, "little"))
+    two.write(q.node(0), b"\xff" * 12)   # next and locked as an earlier use left them
+    p0 = Program().work(150)
+    spin_lock(p0, LOCK, 0, q)
+    p1 = Program().store(LOCK, size=2, value=1).store(LOCK, size=1, value=0)
+    ps = [p0, p1]
+    r = two.run(ps)
+    assert _recorded(ps, r, 0, Op.LOCK_RMW, 4)[0] == 0x101   # the fast path found it
+    assert two.read(LOCK, 4) == (1).to_bytes(4, "little")    # CPU 0 holds it, no tail
+    assert _word(two, q.node(0), 8) == 0 and _word(two, q.node(0) + 8, 4) == 0   # set up
+    assert _word(two, q.node(0) + MCS_COUNT, 4) == 0   # count++ and the release's --
+    wait_head = _recorded(ps, r, 0, Op.WAIT, 4, LOCK)[-1]
+    claim = _recorded(ps, r, 0, Op.LOCK_RMW, 4)[-1]
+    assert (wait_head, claim) == (0, 0)   # both skipped (they would record the tail)
+
+
+def test_a_tail_queued_under_a_new_pending_bit_undoes_it_and_queues_behind():
+    """The word is (0,0,1) (core 2 owns it until cycle 3000). CPU 0 finds it so and goes
+    for pending; between its fast path and its LOCK BTS, CPU 1 (core 1, by hand: the ops of
+    a queue's head) puts its tail in. CPU 0's BTS finds the bit clear and the word a tail:
+    it clears pending again and queues behind CPU 1, which hands it the MCS lock once it
+    has the lock and has released it."""
+    three = Machine("skylake-ddr4", cores=3)
+    q = QNodes(QNODES, 3)
+    three.write(LOCK, (1).to_bytes(4, "little"))
+    p0 = Program()
+    spin_lock(p0, LOCK, 0, q)
+    n1, tail1 = q.node(1), encode_tail(1, 0)
+    p1 = (Program().work(100).store(n1, size=8, value=0).store(n1 + 8, size=4, value=0)
+          .lock_rmw(LOCK + 2, size=2, value=tail1 >> 16)         # xchg_tail
+          .wait(LOCK, 0, 4, mask=0xFFFF)                          # the head's wait
+          .store(LOCK, size=1, value=1)                           # set_locked (tail is 0's)
+          .wait(n1, 0, 8, not_equal=True, record="next")          # CPU 0 linked in
+          .work(500).store(q.node(0) + 8, size=4, value=1)        # hand-over
+          .work(500).store(LOCK, size=1, value=0))                # unlock
+    p2 = Program().work(3000).store(LOCK, size=1, value=0)
+    ps = [p0, p1, p2]
+    r = three.run(ps)
+    assert _recorded(ps, r, 0, Op.LOCK_RMW, 4)[0] == 1   # the fast path found the owner
+    assert _recorded(ps, r, 0, Op.LOCK_RMW, 1) == [0]    # the BTS found pending clear
+    assert _recorded(ps, r, 0, Op.LOCK_RMW, 2) == [tail1 >> 16]   # queued behind CPU 1
+    assert r.cores[1].values["next"] == q.node(0)
+    assert three.read(LOCK, 4) == (1).to_bytes(4, "little")   # CPU 0 holds it, tail cleared
