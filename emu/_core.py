@@ -193,7 +193,7 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain, stop, tso):
             pl.site_close(S, S[SC.NOW])
             S[SC.SITE] = S[MS.TAG] = sites[ix(ops[i, COL_IMM])]
         elif op == Op.BRANCH:
-            i += spec.branch(S, pt, frames, ops, i)
+            i += spec.branch(S, pt, frames, data, ops, i)
         elif op == Op.PEER_WRITE:
             for line in range(addr >> 6, ((addr + size - 1) >> 6) + 1):
                 hier.peer_write(S, line, S[SC.NOW])

@@ -3,6 +3,7 @@ from numba import int64
 
 from emu import _checks as ck
 from emu import _pipeline as pl
+from emu import _tso as tso
 from emu.state import EH, SC, SCTR, ST_OK, TP
 from isa.ops import (
     COL_ADDR,
@@ -23,7 +24,7 @@ from isa.ops import (
 from memmodel import _hierarchy as hier
 from memmodel import memory as mm
 from memmodel._hierarchy import K_LOAD
-from memmodel.jit import FRAMES, ROWS, STATE, apart, inlined, ix
+from memmodel.jit import BYTES, FRAMES, ROWS, STATE, apart, inlined, ix
 from memmodel.layout import MS, MT
 
 FAR = 1 << 62   # an indexed address beyond the physical address space: unmapped
@@ -85,13 +86,15 @@ def predicted_in(S, ops, i):
     return S[ix(counter(S, ip))] >= 2
 
 
-@apart(STATE, ROWS, FRAMES, ROWS, int64, int64, int64)
-def transient(S, pt, frames, ops, j0, j1, resolve):
+@apart(STATE, ROWS, FRAMES, BYTES, ROWS, int64, int64, int64)
+def transient(S, pt, frames, data, ops, j0, j1, resolve):
     """Run ops j0..j1-1 down a mispredicted path until the branch resolves at `resolve`:
     loads fill the caches (lines from memory marked F_TRANSIENT), stores are discarded,
     an op with OP_SPEC's P_ENDS_WINDOW (an LFENCE, or any fence, flush, STAC/CLAC, bulk
     op, another core's access) ends the window, as does a reorder buffer's worth of
-    uops. A load that would fault or consume poison ends it too: no fill. A branch on
+    uops. A load that would fault or consume poison ends it too: no fill; a load reads its
+    core's pending stores as an architectural one does (store forwarding: on the wrong path
+    too), `data` being the program's data blob. A branch on
     the path follows its guess (predicted_in; the predictor is not trained by it), into
     its body or past it; the first one guessed wrong that resolves before `resolve`
     sends the path, once it has, the right way after the misprediction penalty, its
@@ -131,7 +134,7 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
                               ops[j, COL_SRC], a)[0]
             if (a + size - 1) >> 6 != a >> 6:
                 dep = max(dep, hier.demand(S, (a + size - 1) >> 6, t, K_LOAD, 0, 0)[0])
-            val = mm.read_value(S, pt, frames, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
+            val = tso.read_value(S, pt, frames, data, a, min(size, 8)) if S[MT.FUNCTIONAL] else 0
         elif op == Op.INDEX_MASK:
             mask, dep = index_mask(S, ops, j, t, dep, val)
         elif op == Op.WORK:
@@ -152,8 +155,8 @@ def transient(S, pt, frames, ops, j0, j1, resolve):
     S[SC.NOW] = start   # the wrong path's fill-buffer waits (demand's second value) delay nothing
 
 
-@apart(STATE, ROWS, FRAMES, ROWS, int64)
-def branch(S, pt, frames, ops, i):
+@apart(STATE, ROWS, FRAMES, BYTES, ROWS, int64)
+def branch(S, pt, frames, data, ops, i):
     """A bounds-check branch (macro-fused cmp + jcc). Returns how many ops to skip."""
     t = S[SC.NOW]
     if ops[i, COL_FLAGS] & FLAG_DEPENDENT:
@@ -165,7 +168,7 @@ def branch(S, pt, frames, ops, i):
     pl.issue(S, 1)
     if predicted != inside:
         if predicted:
-            transient(S, pt, frames, ops, i + 1, i + 1 + body, resolve)
+            transient(S, pt, frames, data, ops, i + 1, i + 1 + body, resolve)
         pl.stall_until(S, max(S[SC.NOW], resolve) + S[TP.MISPREDICT], SCTR.MISPREDICT)
     ip = ops[i, COL_SRC]
     if ip != 0:   # the counter learns the outcome (one step towards it), then the history

@@ -653,13 +653,14 @@ class Machine:
         name, leaving out its DERIVED words (memmodel.layout) and the site table's unused
         rows: equal hashes mean the machine would behave identically from here on."""
         h = h or hashlib.sha256()
-        derived = self.layout.where(self.S, "derived")
+        kept = np.ones(len(self.S), dtype=np.bool_)
+        kept[self.layout.where(self.S, "derived")] = False
         for name in sorted(self.layout.shapes):
             parts = self.layout.indices(name)   # every core's copy
             if name == "site_ctr":   # the sites named so far: not the table's spare rows
                 parts = [p[:len(self.site_names)] for p in parts]
             idx = np.concatenate([p.reshape(-1) for p in parts])
-            idx = idx[~np.isin(idx, derived)]
+            idx = idx[kept[idx]]
             if not len(idx):
                 continue
             h.update(name.encode())

@@ -106,6 +106,20 @@ def test_a_repeating_copy_is_fast_forwarded(profile, over, ff):
     _same(plain, fast)
 
 
+def test_several_cores_run_every_repetition():
+    # docs/machine.md: with N > 1 cores nothing is fast-forwarded; the body that repeats on
+    # one core (the copy above) runs all its repetitions, as a program of as many copies does
+    plain, fast = Machine("skylake-ddr4", cores=2), Machine("skylake-ddr4", cores=2)
+    one = Machine("skylake-ddr4")
+    base = list(plain.regions.values())[-1]["base"]
+    body = Program().rep_movsb(base + (1 << 22), base, 1 << 16).flush_range(
+        base + (1 << 22), 1 << 16, Op.CLWB).sfence()
+    assert one.run(body, repeat=50).fast_forwarded > 0
+    r = fast.run(body, repeat=50)
+    assert r.fast_forwarded == 0 and r.cycles == _plain(plain, body, 50)
+    _same(plain, fast)
+
+
 def test_random_bodies_reach_fast_forward():
     # the bit-identity test above is only as good as the bodies that fast-forward in it
     got = []
