@@ -21,6 +21,7 @@ from isa.ops import (
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
+    FLAG_NOT_EQUAL,
     FLAG_RECORD,
     FLAG_SPIN,
     HOLDS_ROB,
@@ -180,8 +181,9 @@ def run(S, pt, frames, ops, data, sites, start, res, out, plain, stop, tso):
                 mask = ops[i, COL_SRC]
                 if size < 8:
                     mask &= (1 << (8 * size)) - 1
+                same = (v & mask) == (ops[i, COL_IMM] & mask)
                 if (((v - ops[i, COL_IMM]) & mask) > (mask >> 1) if flags & FLAG_AT_LEAST
-                        else v & mask != ops[i, COL_IMM] & mask):
+                        else same if flags & FLAG_NOT_EQUAL else not same):
                     spin(S, tso, i, addr, v, out)
                     return
                 S[SC.VAL] = v

@@ -21,6 +21,7 @@ from isa.ops import (
     FLAG_INDEXED,
     FLAG_MASKED,
     FLAG_MCSAFE,
+    FLAG_NOT_EQUAL,
     FLAG_RECORD,
     FLAG_RMW_ADD,
     FLAG_RMW_CMPXCHG,
@@ -94,7 +95,7 @@ _CHECKS = (
     ("RMW", "locked op: both add and cmpxchg, spin without cmpxchg, or data bytes with a kind "
             "(its operand is the immediate)"),
     ("AT_LEAST", "wait for an index at or past a value: not 1, 2 or 4 bytes with the whole "
-                 "value (mask -1)"),
+                 "value (mask -1), or also for a value not equal"),
 )
 Check = IntEnum("Check", [name for name, _ in _CHECKS], start=0)
 WHY = tuple(why for _, why in _CHECKS)
@@ -164,7 +165,8 @@ def first_bad(ops, n_sites, blob_len, first, cost, site_first):
                 flags & FLAG_SPIN and not flags & FLAG_RMW_CMPXCHG) or (
                 flags & RMW_KINDS and ops[i, COL_DATA] >= 0)):
             _fail(first, Check.RMW, i)
-        if op == Op.WAIT and flags & FLAG_AT_LEAST and (size == 8 or src != -1):
+        if op == Op.WAIT and flags & FLAG_AT_LEAST and (size == 8 or src != -1
+                                                        or flags & FLAG_NOT_EQUAL):
             _fail(first, Check.AT_LEAST, i)
         recorded |= (flags & FLAG_RECORD) != 0
         if op == Op.WAIT or flags & (FLAG_RECORD | FLAG_VALUE_DATA | RMW_KINDS):

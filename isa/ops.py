@@ -46,7 +46,8 @@ class Op(IntEnum):
     #                   4, 8 with a kind or FLAG_RECORD (the old value recorded)
     WAIT = 22         # addr, size 1/2/4/8, src = mask, imm = value: a PAUSE loop that loads
     #                   the bytes until (bytes & mask) == (value & mask) (smp_cond_load_acquire);
-    #                   FLAG_AT_LEAST: until they are at or past IMM as a wrapping index
+    #                   FLAG_AT_LEAST: until they are at or past IMM as a wrapping index;
+    #                   FLAG_NOT_EQUAL: until (bytes & mask) != (value & mask)
 
 
 N_OPS = len(Op)
@@ -85,6 +86,8 @@ FLAG_SPIN = 8192        # LOCK_RMW with FLAG_RMW_CMPXCHG: retried, a PAUSE apart
 FLAG_AT_LEAST = 16384   # WAIT of 1, 2 or 4 bytes, the whole value: until it is at or past IMM
 #                         as a free-running index wrapping at its size ((v - IMM) mod 2^bits
 #                         below half of it: virtio's ring indices, jiffies' time_after_eq)
+FLAG_NOT_EQUAL = 32768  # WAIT: until the bytes ANDed with the mask differ from IMM ANDed with
+#                         it (smp_cond_load_acquire(p, VAL): an MCS node's `locked` or `next`)
 #: The flags of an op that reads the value a LOAD before it loaded (the core reads a load's
 #: value only when the op after it has one of them)
 VALUE_USE = FLAG_INDEXED | FLAG_VALUE_INDEX | FLAG_VALUE_LIMIT
@@ -212,7 +215,7 @@ OP_SPEC = {
                         size=SizeRule.UP_TO_LINE, imm=ImmKind.DATA,
                         flags=FLAG_EXTABLE | FLAG_MCSAFE | FLAG_RECORD | RMW_KINDS | FLAG_SPIN),
     Op.WAIT: OpSpec(P_POISON | P_ENDS_WINDOW | P_ROB, **_AT, size=SizeRule.VALUE,
-                    imm=ImmKind.VALUE, flags=FLAG_RECORD | FLAG_AT_LEAST),
+                    imm=ImmKind.VALUE, flags=FLAG_RECORD | FLAG_AT_LEAST | FLAG_NOT_EQUAL),
 }
 
 _missing = [op.name for op in Op if op not in OP_SPEC]

@@ -22,6 +22,7 @@ from isa.ops import (
     FLAG_DEPENDENT,
     FLAG_INDEXED,
     FLAG_MASKED,
+    FLAG_NOT_EQUAL,
     FLAG_PREDICT_IN,
     FLAG_RECORD,
     FLAG_RMW_ADD,
@@ -291,7 +292,7 @@ class Program:
                           flags=FLAG_RMW_CMPXCHG | (FLAG_SPIN if spin else 0)
                           | (FLAG_RECORD if record is not None else 0))
 
-    def wait(self, addr, value, size=8, mask=-1, record=None, at_least=False):
+    def wait(self, addr, value, size=8, mask=-1, record=None, at_least=False, not_equal=False):
         """Spin until the `size` (1, 2, 4, 8) bytes at `addr`, naturally aligned, ANDed with
         `mask` equal `value` ANDed with it: a load each check, and a PAUSE (profile
         instr.pause_cycles) after each that fails (the kernel's smp_cond_load_acquire,
@@ -299,13 +300,16 @@ class Program:
         which every core left waits and no store is pending stops with WaitForever, as does
         a wait that fails with one core. `record`: the value that ended it, as load's.
         `at_least`: until the bytes (1, 2 or 4, no mask) are at or past `value` as a
-        free-running index that wraps at their size (a ring's producer index)."""
+        free-running index that wraps at their size (a ring's producer index). `not_equal`:
+        until the masked bytes differ from the masked `value` (`smp_cond_load_acquire(p,
+        VAL)`: until not 0)."""
         self._check_addr("wait", addr)
         self._record("wait", record)
         return self._emit(Op.WAIT, addr, _int("wait", "size", size), src=_as_imm("wait", mask),
                           imm=_as_imm("wait", value),
                           flags=(FLAG_RECORD if record is not None else 0)
-                          | (FLAG_AT_LEAST if at_least else 0))
+                          | (FLAG_AT_LEAST if at_least else 0)
+                          | (FLAG_NOT_EQUAL if not_equal else 0))
 
     def peer_read(self, addr, size=8):
         """Another core on the same socket reads `size` bytes at this point of the program
@@ -449,6 +453,31 @@ class Program:
             self._no_line -= 1
         self._ops[at, COL_IMM] = self._n - at - 1
         self._checked = None
+
+    def forward(self, index, limit, predict_in=None, dependent=False, ip=0):
+        """A branch (as branch()) whose body is not emitted yet: it ends where land() is
+        given the returned label, so that `index < limit` failing goes on at that op (a
+        forward `jcc`; `forward(1, 0, predict_in=False)` never holds: a `jmp`). For
+        control flow that guarded()'s nesting cannot express: an else, a goto out of
+        several blocks."""
+        self.branch(index, limit, 0, predict_in, dependent, ip)
+        return self._n - 1
+
+    def jump(self):
+        """An unconditional forward `jmp` to where land() is given the returned label: a
+        branch whose `1 < 0` never holds, statically predicted so (one issue slot)."""
+        return self.forward(1, 0, predict_in=False)
+
+    def land(self, *labels):
+        """The branches forward() or jump() returned as `labels` skip to the next op
+        emitted: their bodies end here."""
+        for at in labels:
+            if not (isinstance(at, (int, np.integer)) and 0 <= at < self._n
+                    and self._ops[at, COL_OP] == Op.BRANCH):
+                raise ProgramError(f"land: {at!r} is not a branch of this program")
+            self._ops[at, COL_IMM] = self._n - at - 1
+        self._checked = None
+        return self
 
     def index_mask(self, index, limit, dependent=False):
         """array_index_nospec(index, limit): cmp + sbb build an all-ones mask when
