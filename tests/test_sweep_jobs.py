@@ -209,8 +209,9 @@ def _alive(pid):
 
 def _sweep_running(tmp_path):
     """A `emu sweep` subprocess with 2 workers, once its results file has a point, and
-    its worker pids."""
-    spec = write(tmp_path, REAL.format(ios=50, values="{ from = 100, to = 3000, step = 100 }"))
+    its worker pids (points long enough that the other 29 are not done before the test
+    acts: at 50 ios a fast host finished them all first)."""
+    spec = write(tmp_path, REAL.format(ios=2000, values="{ from = 100, to = 3000, step = 100 }"))
     out = tmp_path / "r.csv"
     proc = subprocess.Popen([sys.executable, "-m", "emu.studies.cli", "sweep", spec, "--out",
                              str(out), "--workers", "2", "--quiet"],
