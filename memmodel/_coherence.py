@@ -1,34 +1,52 @@
-"""Coherence between the cores of a socket: MESI over each core's private levels, the
-shared last level standing for the snoop filter.
+"""Coherence between the cores of a machine: MESI over each core's private levels, a socket's
+shared last level standing for its snoop filter, and with two sockets (Machine(sockets=2))
+a snoop of the other socket's cores and last level.
 
 A line in a core's private levels (L1D, L2) is, by its flags there (memmodel.cache),
 Modified (F_DIRTY), Exclusive (neither F_DIRTY nor F_SHARED) or Shared (F_SHARED: another
 core may hold a copy); absent is Invalid. Intel's parts use MESIF, whose F state names the
 one sharer that forwards a clean shared line; here a shared line another core must forward
 (the last level does not hold it) costs a clean transfer whichever sharer sends it, so F
-needs no state of its own. The directory is exact: a core that misses its private levels
-looks the line up in every other core's (what the snoop filter's core-valid bits say on
-Skylake-SP; its capacity and its own back-invalidations are not modelled).
+needs no state of its own; across sockets the same holds (a clean line the requester's
+socket lacks costs one remote clean transfer, from whichever core or LLC of the other socket
+holds it). The directory is exact: a core that misses its private levels looks the line up
+in every other core's (what the snoop filter's core-valid bits say on Skylake-SP; its
+capacity and its own back-invalidations are not modelled), and in the other socket's last
+level.
 
-- A read that finds the line Modified in another core: a HITM transfer (MT.PEER cycles);
-  that copy turns Shared and clean, its data written back to the last level.
+- A read that finds the line Modified in another core: a HITM transfer (MT.PEER cycles;
+  from the other socket, a core's copy or its LLC's dirty line: XS.REMOTE_HITM); that copy
+  turns Shared and clean, its data written back to the reader's last level.
 - A read that finds it Exclusive in another core, or Shared where the last level does not
-  hold it: a clean transfer (a snoop hit, MT.PEER_HIT); the copies turn Shared.
+  hold it: a clean transfer (a snoop hit, MT.PEER_HIT); the copies turn Shared. Found only
+  on the other socket: XS.REMOTE_HIT. A clean copy on the requester's socket serves it
+  whatever the other socket holds.
 - A read that finds only Shared copies the last level holds: served by the last level.
-- A read for ownership (a store's, a locked op's) invalidates every other copy: HITM if one
-  was Modified, else a clean snoop round trip when any copy existed.
+- A read for ownership (a store's, a locked op's) invalidates every other copy, on both
+  sockets and in the other socket's last level: HITM if one was Modified, else a clean
+  snoop round trip when any copy existed (remote when a copy was on the other socket).
 - A store to its own Shared copy (an upgrade) invalidates the others (memmodel._hierarchy
-  upgrade, one cache-to-cache round trip as for the peer ops).
-- A flush (CLFLUSH, CLFLUSHOPT, CLWB), a non-temporal store and an inclusive last level's
-  eviction act on every core's copies.
+  upgrade, one cache-to-cache round trip as for the peer ops; the remote HITM's when a copy
+  was on the other socket).
+- A flush (CLFLUSH, CLFLUSHOPT, CLWB) and a non-temporal store act on every core's copies and
+  both last levels; an inclusive last level's eviction on its own socket's cores' copies.
 A line's transfers are serialized: a copy still being filled (its data due after the
 request) is sent once it has arrived, so N cores taking one line in turn wait for each
 other's transfers, as the caching agent that tracks the line orders them. The copy is
 taken at once (the tags say where the line will be, as the directory does).
 
+Not modelled across sockets: the home agent and Skylake-SP's directory in memory (a request
+goes straight to the caches that hold the line, so MLC's reader-homed remote HITM, which
+consults the requester's home first, costs the writer-homed figure the profiles take), the
+snoop's and the data's use of the UPI link (only memory traffic crosses numa's link), and
+any caching of what the other socket holds (every miss past a socket's levels snoops it).
+
 Core j's state is reached from core k's view S as view_at(S, (j - k) * MT.CORE_WORDS)
 (memmodel.layout, "Cores"; compiled code cannot return a view it made: each function here
-makes its own); with one core no function here is called.
+makes its own); the other socket's last level through the view of its first core, whose
+level table points at that socket's blocks. The sockets and the remote latencies are the
+socket section's words after SK (memmodel.layout XS, there with several cores); with one
+core no function here is called.
 """
 from memmodel import cache as cm
 from memmodel.jit import compiled, inlined, ix, view_at

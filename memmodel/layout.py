@@ -351,7 +351,7 @@ class Layout:
             parts = [(np.array([base + int(f)]), r) for f, r in role.items()]
         else:
             parts = self._every_socket(name, role(self, S))
-        named = np.zeros(size, dtype=bool)
+        named = np.zeros(len(own), dtype=bool)   # size, and the other sockets' shared words
         for idx, _ in parts:
             named[np.searchsorted(own, np.asarray(idx).reshape(-1))] = True
         return parts + [(own[~named], EXACT)]
