@@ -287,3 +287,17 @@ def test_every_word_of_every_socket_has_exactly_one_role():
         t0, t1 = lay.indices(name)[-2:]   # the two sockets' LLC blocks
         assert len(t0) == len(t1) > 0
         assert [role[int(i)] for i in t0] == [role[int(i)] for i in t1], name
+
+
+def test_a_snapshot_of_two_sockets_continues_identically(tmp_path):
+    m = machine(cores=4)
+    m.run([Program().lock_rmw(BASE, size=8, value=k).store(BASE + 64 * k, b"s" * 8)
+           for k in range(4)])
+    m.save(tmp_path / "m.zip")
+    m2 = Machine.load(tmp_path / "m.zip")
+    assert m2.layout.sockets == 2 and m2.state_hash() == m.state_hash()
+    progs = [Program().load(BASE + 64 * ((k + 1) % 4)).lock_rmw(BASE, size=8, value=9)
+             for k in range(4)]
+    r, r2 = m.run(progs), m2.run(progs)
+    assert [c.cycles for c in r.cores] == [c.cycles for c in r2.cores]
+    assert m.state_hash() == m2.state_hash() and m.stats() == m2.stats()
