@@ -111,6 +111,18 @@ def test_a_lock_handed_between_sockets_costs_remote_hitm_per_handoff(sockets, ke
         assert "remote" not in m.stats()
 
 
+def test_each_handoff_across_sockets_costs_remote_minus_peer_hitm_more_than_within():
+    """The same handoffs on one socket and on two: core 1's work and locked ops are the
+    same, its every take a transfer from core 0 and its line never from memory, so its run
+    is longer on two sockets by n times (remote_hitm - peer_hitm) cycles."""
+    n = 6
+    one, two = machine(sockets=1), machine(sockets=2)
+    c1 = _handoffs(one, n).cores[1].cycles
+    c2 = _handoffs(two, n).cores[1].cycles
+    rmt, peer = cycles_of(two, "cache.llc.remote_hitm_ns"), cycles_of(two, "cache.llc.peer_hitm_ns")
+    assert c2 - c1 == n * (rmt - peer)
+
+
 def test_a_qspinlock_handed_between_sockets_is_a_remote_hitm_per_take():
     """kernels/qspinlock.py's spin_lock (a LOCK CMPXCHG) and spin_unlock (a store) on two
     sockets: every take after the first finds the line modified in the other socket's
@@ -301,3 +313,33 @@ def test_a_snapshot_of_two_sockets_continues_identically(tmp_path):
     r, r2 = m.run(progs), m2.run(progs)
     assert [c.cycles for c in r.cores] == [c.cycles for c in r2.cores]
     assert m.state_hash() == m2.state_hash() and m.stats() == m2.stats()
+
+
+def test_an_inclusive_llc_eviction_drops_its_own_sockets_copies_only():
+    """broadwell-ddr4's L3 is inclusive; cut to one set of 20 ways a socket. Cores 1 (socket
+    0) and 2 (socket 1) load a line; core 0's 20 loads of other lines evict it from socket
+    0's L3, and core 1's copies go with it; core 2's stay, in socket 1's L3 too."""
+    m = Machine("broadwell-ddr4", dict(NO_PF, **{"cache.llc.size_bytes": 20 * 64}), cores=4,
+                sockets=2)
+    on_core(m, 1, Program().load(BASE))
+    on_core(m, 2, Program().load(BASE))
+    assert state(m, 1, BASE) == state(m, 2, BASE) == "S"
+    p = Program()
+    for i in range(1, 21):
+        p.load(BASE + 4096 * i)
+    on_core(m, 0, p)
+    assert not in_llc(m, 0, BASE) and state(m, 1, BASE) == "I"
+    assert in_llc(m, 2, BASE) and state(m, 2, BASE) == "S"
+
+
+def test_a_clwb_on_one_socket_writes_back_the_other_sockets_modified_line():
+    """As tests/test_coherence.py's flush, across sockets: core 1 (socket 1) stores to a
+    persistent line; core 0's CLWB and SFENCE make it durable (cascadelake-optane, ADR) and
+    leave core 1's copy clean."""
+    m = Machine("cascadelake-optane", dict(NO_PF), cores=2, sockets=2)
+    a = m.regions["pmem0"]["base"] + 0x1000
+    on_core(m, 1, Program().store(a, b"\x55" * 64))
+    assert state(m, 1, a) == "M" and m.crash().read(a, 64) != b"\x55" * 64
+    on_core(m, 0, Program().clwb(a).sfence())
+    assert state(m, 1, a) == "E"
+    assert m.crash().read(a, 64) == b"\x55" * 64
