@@ -150,7 +150,7 @@ XS_END, N_XC = len(SK) + len(XS), len(XC)   # for compiled code, which has no le
 # write-combining buffers, the entries of the hot-line table (0: none kept), the first of
 # the reserved frames that hold the core's pending snapshots (memmodel.memory); a clean
 # line's transfer from another core in cycles (PEER: a modified one's), this core's index,
-# the socket's cores and the words from one core's view to the next's (memmodel._coherence).
+# the machine's cores and the words from one core's view to the next's (memmodel._coherence).
 _MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
        "HOT_CAP SNAPSHOT_FRAME PEER_HIT CORE CORES CORE_WORDS")
 # ms: the core's scalars of the memory side: whether accesses are transient, the
