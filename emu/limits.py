@@ -66,14 +66,14 @@ def check_machine_args(regions, **args):
     if not 1 <= s <= has:
         raise ValueError(f"Machine(sockets={s}): the profile's machine has {has} socket(s) "
                          "(core.sockets); sockets must be 1 to that")
+    if n >= 1 and (n < s or n % s):
+        raise ValueError(f"Machine(cores={n}, sockets={s}): the cores are spread evenly over "
+                         "the sockets (cores/sockets a socket, socket-major), so cores must be "
+                         "a multiple of sockets, one a socket at least")
     if not 1 <= n // s <= most:
         raise ValueError(f"Machine(cores={n}{f', sockets={s}' if s > 1 else ''}): the "
                          f"profile's socket has {most} core(s) (core.cores_per_socket); "
                          f"{'cores' if s == 1 else 'cores/sockets'} must be 1 to that")
-    if n % s:
-        raise ValueError(f"Machine(cores={n}, sockets={s}): the cores are spread evenly over "
-                         "the sockets (cores/sockets a socket, socket-major), so cores must be "
-                         "a multiple of sockets")
     if s > 1:
         missing = [k for k in args.get("remote_keys", ()) if k not in args.get("llc", {})]
         if missing:

@@ -253,6 +253,7 @@ def test_the_same_programs_twice_give_the_same_results_and_state():
     ({"sockets": 0}, r"sockets=0.*2 socket"),
     ({"sockets": 3, "cores": 3}, r"sockets=3.*2 socket"),
     ({"sockets": 2, "cores": 3}, r"cores=3, sockets=2.*multiple"),
+    ({"sockets": 2}, r"cores=1, sockets=2.*multiple"),
     ({"sockets": 2, "cores": 58}, r"cores=58, sockets=2.*28 core"),
     ({"sockets": 2, "cores": 2, "node": 1}, r"node=1, sockets=2"),
 ])
