@@ -59,11 +59,30 @@ def check_machine_args(regions, **args):
     if not 0 <= args["seed"] < 1 << 63:
         raise ValueError(f"Machine(seed={args['seed']}): not in 0..2**63-1")
     n, most = args["cores"], args["cores_per_socket"]
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"Machine(cores=...) must be an integer, not {n!r}")
-    if not 1 <= n <= most:
-        raise ValueError(f"Machine(cores={n}): the profile's socket has {most} core(s) "
-                         "(core.cores_per_socket); cores must be 1 to that")
+    s, has = args.get("sockets", 1), args.get("has_sockets", 1)
+    for name, v in (("cores", n), ("sockets", s)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"Machine({name}=...) must be an integer, not {v!r}")
+    if not 1 <= s <= has:
+        raise ValueError(f"Machine(sockets={s}): the profile's machine has {has} socket(s) "
+                         "(core.sockets); sockets must be 1 to that")
+    if n >= 1 and (n < s or n % s):
+        raise ValueError(f"Machine(cores={n}, sockets={s}): the cores are spread evenly over "
+                         "the sockets (cores/sockets a socket, socket-major), so cores must be "
+                         "a multiple of sockets, one a socket at least")
+    if not 1 <= n // s <= most:
+        raise ValueError(f"Machine(cores={n}{f', sockets={s}' if s > 1 else ''}): the "
+                         f"profile's socket has {most} core(s) (core.cores_per_socket); "
+                         f"{'cores' if s == 1 else 'cores/sockets'} must be 1 to that")
+    if s > 1:
+        missing = [k for k in args.get("remote_keys", ()) if k not in args.get("llc", {})]
+        if missing:
+            raise ValueError(f"Machine(sockets={s}): the profile's [cache.llc] has no "
+                             f"{' or '.join(missing)} (a line sent from the other socket)")
+        if args["node"] != 0:
+            raise ValueError(f"Machine(node={args['node']}, sockets={s}): with several "
+                             "sockets each core runs on its socket's node (core k on node "
+                             "k // (cores/sockets)); node= is for one socket")
     nodes = sorted({0} | {r["node"] for r in regions})
     if args["node"] not in nodes:
         raise ValueError(f"Machine(node={args['node']}): the profile's memory is on node(s) "

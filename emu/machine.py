@@ -53,11 +53,16 @@ from memmodel import memory as mm
 from memmodel._persist import PQ_ENTRIES
 from memmodel.build import build as build_memory_side
 from memmodel.build import spread
-from memmodel.layout import MS, MT, Layout
-from memmodel.profile import check_regions, load_profile
+from memmodel.layout import MS, MT, XC, Layout
+from memmodel.profile import LLC_REMOTE_KEYS, check_regions, load_profile
+from memmodel.profile import sockets as profile_sockets
 from memmodel.sections import hotlines as hot
 from memmodel.sections.cache import contents, lines_with_flag
+from memmodel.sections.cache import counters_at as socket_counters_at
 from memmodel.sections.memory import MemoryLimit, grow
+
+#: stats()["remote"]'s counters (memmodel.layout XC), in order.
+REMOTE_COUNTER_NAMES = tuple(c.name.lower() for c in XC)
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
@@ -158,12 +163,17 @@ class Machine:
         memory side (memmodel.layout, "Cores"). run(program) runs on core 0, run([program,
         ...]) one program per core, together (run); their caches are coherent
         (memmodel._coherence).
+    sockets: the sockets the cores are on, 1 to the profile's core.sockets; cores must be a
+        multiple of it, cores/sockets a socket (at most core.cores_per_socket), socket-major
+        (core k on socket k // (cores/sockets)). Each socket has its own LLC; each core's
+        NUMA node is its socket's (node= is for one socket); a miss snoops the other
+        socket's caches too (docs/machine.md "Sockets").
     """
 
     def __init__(self, profile="skylake-ddr4", overrides=None, *, regions=None,
                  functional=True, smap=False, node=0, seed=0, mode="kernel",
                  memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES, hot_lines=None,
-                 background=None, cores=1):
+                 background=None, cores=1, sockets=1):
         self.profile = load_profile(profile, overrides)
         v = self.profile.values
         self.freq_ghz = v["core"]["freq_ghz"]
@@ -176,10 +186,12 @@ class Machine:
             hot_lines = max((o.hot_lines for o in OBSERVERS), default=0)
         check_machine_args(regions, functional=functional, smap=smap, node=node, seed=seed,
                             memory_limit_bytes=memory_limit_bytes, hot_lines=hot_lines,
-                            cores=cores, cores_per_socket=v["core"].get("cores_per_socket", 1))
+                            cores=cores, cores_per_socket=v["core"].get("cores_per_socket", 1),
+                            sockets=sockets, has_sockets=profile_sockets(v),
+                            llc=list(v["cache"].values())[-1], remote_keys=LLC_REMOTE_KEYS)
         self.memory_limit_bytes = int(memory_limit_bytes)
         self.background = check_background(background, v["media"], regions)
-        self.layout = Layout(*st.BLOCKS, cores=int(cores))
+        self.layout = Layout(*st.BLOCKS, cores=int(cores), sockets=int(sockets))
         # room for the kernels' site tables (dmapool's 6 and "(none)") without a resize, a
         # copy of the whole state (21 MB on skylake-ddr4) a machine
         state_setup.add_sections(self.layout, v, n_sites=16)
@@ -539,17 +551,20 @@ class Machine:
         self.S[st.SC.POISON_N] += mm.set_poison(self.S, self.pt, addr, on) * (1 if on else -1)
         self.S[st.SC.REG_LO] = self.S[st.SC.REG_HI] = 0  # poisoned memory: no fast path
 
-    def transient_lines(self):
+    def transient_lines(self, core=0):
         """Lines brought into the caches from memory by transient (mispredicted) loads and
-        not used architecturally since, still cached somewhere: what a flush+reload
-        attacker would see appear."""
-        return sorted(set().union(*(lines_with_flag(self.layout, self.S, lvl, cm.F_TRANSIENT)
+        not used architecturally since, still cached in core `core`'s levels (its socket's
+        LLC included): what a flush+reload attacker on that core would see appear."""
+        S_k = self.core_state(core)
+        return sorted(set().union(*(lines_with_flag(self.layout, S_k, lvl, cm.F_TRANSIENT)
                                     for lvl in range(len(self.level_names)))))
 
-    def cached(self, addr):
-        """Name of the highest cache level holding `addr`'s line, or None."""
+    def cached(self, addr, core=0):
+        """Name of the highest cache level holding `addr`'s line, or None, as core `core`
+        sees them: its private levels and its socket's LLC."""
+        S_k = self.core_state(core)
         for lvl, name in enumerate(self.level_names):
-            if cm.lookup(self.S, lvl, addr >> 6) >= 0:
+            if cm.lookup(S_k, lvl, addr >> 6) >= 0:
                 return name
         return None
 
@@ -612,7 +627,9 @@ class Machine:
     def stats(self):
         """Counters per cache level, media, region and site, plus cycles: an emu.frames.Stats,
         a dict with to_frame(). With several cores the levels' and sites' counters are the
-        cores' sums, and "cores" holds each core's levels and sites."""
+        cores' sums, and "cores" holds each core's levels and sites; with several sockets
+        "remote" holds the misses the other socket's caches served (remote_hitm,
+        remote_hits), summed, and each core's entry of "cores" its own."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
         per_core = [self._core_counters(self.core_state(k)) for k in range(self.cores)]
         levels, sites = per_core[0] if self.cores == 1 else (
@@ -627,6 +644,13 @@ class Machine:
                     levels=levels, media=media, regions=regions, sites=sites)
         if self.cores > 1:
             out["cores"] = [{"levels": lv, "sites": s} for lv, s in per_core]
+        if self.layout.sockets > 1:   # each core's misses the other socket served
+            sk = self.layout.view(self.S, "socket")
+            for k, c in enumerate(out["cores"]):
+                at = socket_counters_at(self.layout, k)
+                c["remote"] = dict(zip(REMOTE_COUNTER_NAMES, map(int, sk[at:at + len(XC)])))
+            out["remote"] = {n: sum(c["remote"][n] for c in out["cores"])
+                             for n in REMOTE_COUNTER_NAMES}
         return out
 
     def _core_counters(self, S_k):
@@ -667,13 +691,15 @@ class Machine:
             h.update(self.S[idx].tobytes())
         return h.hexdigest()
 
-    def cache_contents(self, level):
-        """Lines held per set at `level` (a name such as 'l1d' or an index)."""
-        return contents(self.layout, self.S, self._level(level))
+    def cache_contents(self, level, core=0):
+        """Lines held per set at `level` (a name such as 'l1d' or an index) of core `core`
+        (a private level: its own; the LLC: its socket's)."""
+        return contents(self.layout, self.core_state(core), self._level(level))
 
-    def dirty_lines(self, level):
-        """Sorted lines held dirty at `level`."""
-        return lines_with_flag(self.layout, self.S, self._level(level), cm.F_DIRTY)
+    def dirty_lines(self, level, core=0):
+        """Sorted lines held dirty at `level` of core `core` (as cache_contents)."""
+        return lines_with_flag(self.layout, self.core_state(core), self._level(level),
+                               cm.F_DIRTY)
 
     def _level(self, level):
         return self.level_names.index(level) if isinstance(level, str) else level

@@ -22,12 +22,15 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from emu import frames
 from emu import machine as mach
 from emu.state import SITE_COUNTER_NAMES, STALL_CAUSES
 from isa.sourcelines import LINE_SEP, record_lines
 from memmodel._hotlines import HL, HR, N_TAGS
 from memmodel.layout import MS
+from memmodel.sections.hotlines import table as hot_table
 
 #: Rows of the hot-line table of a machine made inside capture() (a power of two).
 DEFAULT_HOT_LINES = 1 << 16
@@ -49,7 +52,8 @@ class HotLine:
 
 
 #: What each core's accesses to a shared line did (SharedLine.cores), as perf c2c counts them.
-C2C_KEYS = ("loads", "stores", "hitm", "peer_hits", "upgrades")
+#: hitm: all of them (local and remote); rmt_hitm: of those, the ones from the other socket.
+C2C_KEYS = ("loads", "stores", "hitm", "rmt_hitm", "peer_hits", "upgrades")
 
 
 @dataclass
@@ -69,8 +73,20 @@ class SharedLine:
 
     @property
     def hitm(self):
-        """Accesses that found the line modified in another core (all local: one socket)."""
+        """Accesses that found the line modified in another core, on either socket."""
         return self.total("hitm")
+
+    @property
+    def rmt_hitm(self):
+        """Of the HITMs, those that found it modified in a core of the other socket (perf
+        c2c's Rmt HITM)."""
+        return self.total("rmt_hitm")
+
+    @property
+    def lcl_hitm(self):
+        """Of the HITMs, those that found it modified in a core of the same socket (perf
+        c2c's Lcl HITM)."""
+        return self.hitm - self.rmt_hitm
 
     @property
     def false_sharing(self):
@@ -125,9 +141,10 @@ class RunProfile:
         out = cls(m.freq_ghz, sites, regions)
         for k in range(m.cores):   # each core's hot-line table
             S_k = m.core_state(k)
-            rows = m.layout.view(S_k, "hot")
+            rows, remote = hot_table(m.layout, S_k)
             one = cls(m.freq_ghz, hot_dropped=int(S_k[MS.HOT_DROPPED]), machines=0)
-            for row in rows[rows[:, HL.LINE] >= 0]:
+            for i in np.flatnonzero(rows[:, HL.LINE] >= 0):
+                row = rows[i]
                 line = int(row[HL.LINE])
                 region = _region_of(m, line << 6)
                 sites_k = [m.site_names[int(t)] for t in row[HL.TAG0:HL.TAG0 + N_TAGS] if t >= 0]
@@ -139,7 +156,9 @@ class RunProfile:
                 stores = int(row[HL.STORE_MISSES]) + int(row[HL.UPGRADES])
                 one.shared[line] = SharedLine(line << 6, region, {k: {
                     "loads": int(row[HL.L1D_MISSES] - row[HL.STORE_MISSES]), "stores": stores,
-                    "hitm": int(row[HL.HITM]), "peer_hits": int(row[HL.PEER_HITS]),
+                    "hitm": int(row[HL.HITM]),
+                    "rmt_hitm": int(remote[i]) if remote is not None else 0,
+                    "peer_hits": int(row[HL.PEER_HITS]),
                     "upgrades": int(row[HL.UPGRADES]),
                     "offsets": [b for b in range(64) if int(row[HL.OFFSETS]) >> b & 1],
                     "sites": sites_k}})
@@ -232,6 +251,7 @@ class RunProfile:
                 "hot_lines": [vars(h) for h in self.hot_lines(top)],
                 "hot_lines_dropped_misses": self.hot_dropped,
                 "c2c": [{"addr": s.addr, "region": s.region, "hitm": s.hitm,
+                         "lcl_hitm": s.lcl_hitm, "rmt_hitm": s.rmt_hitm,
                          "false_sharing": s.false_sharing,
                          "cores": {str(k): c for k, c in sorted(s.cores.items())}}
                         for s in self.c2c(top)]}

@@ -80,7 +80,7 @@ def _machine_args(m):
     return {"regions": [m.regions[n] for n in m.region_names], "functional": bool(m.functional),
             "smap": bool(m.S[st.TP.SMAP]), "node": int(m.S[MT.NODE]),
             "memory_limit_bytes": int(m.memory_limit_bytes), "hot_lines": int(m.S[MT.HOT_CAP]),
-            "background": bg, "cores": int(m.cores)}
+            "background": bg, "cores": int(m.cores), "sockets": int(m.layout.sockets)}
 
 
 def _profile_data(p):

@@ -37,8 +37,8 @@ def _back_invalidate(S, line):
         b = cm.lookup(S, lvl, line)
         if b >= 0:
             dirty |= cm.invalidate(S, lvl, b)
-    if S[MT.CORES] > 1:
-        dirty |= coh.drop_others(S, line, False)
+    if S[MT.CORES] > 1:   # this socket's cores: the other sockets have their own LLC
+        dirty |= coh.drop_others(S, line, False, False)
     return dirty
 
 
@@ -114,9 +114,10 @@ def _walk(S, line, t0, first, kind, addr):
     levels above the hit (or all, from memory or another core). Returns the cycle its data
     is available at level `first` (-1: a prefetch dropped, every L2 miss entry busy), and
     F_SHARED if the line is shared with another core (for the caller's fill above `first`),
-    else 0. Then the level that held the line (MT.LEVELS: memory or another core), and what
+    else 0. Then the level that held the line (MT.LEVELS: memory or another core), what
     the other cores held (memmodel._coherence: NONE when the walk did not leave this core's
-    private levels, or there is one core).
+    private levels, or there is one core) and 1 if it came from (or was invalidated on) the
+    other socket.
     Inlined into its two callers, demand_miss (whose every call makes one walk: no call's
     entry and exit a miss) and _prefetch."""
     nlev = S[MT.LEVELS]
@@ -140,15 +141,18 @@ def _walk(S, line, t0, first, kind, addr):
     l2_miss = hit > 1 and S[MT.SQ] > 0
     if l2_miss and first_free(S, S[MH.SQ]) > t0:
         if kind == K_PREFETCH:
-            return -1, 0, hit, coh.NONE
+            return -1, 0, hit, coh.NONE, 0
         t0 = first_free(S, S[MH.SQ])
-    # past this core's private levels: the other cores' copies are snooped
-    found, busy = coh.NONE, 0
+    # past this core's private levels: the other cores' copies are snooped (and the other
+    # sockets' last levels)
+    found, busy, remote = coh.NONE, 0, 0
     if hit >= nlev - 1 and S[MT.CORES] > 1:
-        found, busy = coh.snoop(S, line, kind == K_STORE)
+        found, busy, remote = coh.snoop(S, line, kind == K_STORE)
         if found != coh.NONE:
             cm.count(S, nlev - 1, cm.CC.PEER_TRANSFERS if found == coh.MODIFIED
                      else cm.CC.PEER_HITS, 1)
+            if remote:
+                coh.count_remote(S, found)
             if kind != K_STORE:
                 shared = cm.F_SHARED
     if hit < nlev:
@@ -166,7 +170,7 @@ def _walk(S, line, t0, first, kind, addr):
             cm.count(S, hit, cm.CC.PEER_TRANSFERS, 1)
             found = coh.MODIFIED   # for the profiler: a HITM (its costs are paid above)
         elif found != coh.NONE:   # sent once the copy has arrived, if still on its way
-            lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True)
+            lat = max(lat, coh.transfer_cycles(S, found, kind == K_STORE, True, remote)
                       + max(0, busy - t0))
         if f & cm.F_SHARED:
             if kind == K_STORE:   # another core's copy is invalidated first
@@ -180,7 +184,7 @@ def _walk(S, line, t0, first, kind, addr):
         done = max(t0 + lat, cm.ready(S, b))
         i0 = i0_above
     elif found != coh.NONE:   # another core sends it (a non-inclusive last level)
-        done = max(t0, busy) + coh.transfer_cycles(S, found, kind == K_STORE, False)
+        done = max(t0, busy) + coh.transfer_cycles(S, found, kind == K_STORE, False, remote)
     else:
         if kind != K_PREFETCH:
             S[MS.LLC_MISSES] += 1
@@ -197,7 +201,7 @@ def _walk(S, line, t0, first, kind, addr):
         cm.set_flags(S, b, cm.flags(S, b) | cm.F_DIRTY)
     if l2_miss:
         take(S, S[MH.SQ], S[MT.SQ], done)
-    return done, shared, hit, found
+    return done, shared, hit, found, remote
 
 
 @inlined
@@ -301,9 +305,10 @@ def _pending(S, cycles, end, t0, done):
 
 
 @inlined
-def _miss_events(S, line, t0, done, store, llc, addr, found):
+def _miss_events(S, line, t0, done, store, llc, addr, found, remote):
     """The profiler's events of a demand L1D miss of byte `addr` outstanding over [t0,
-    done) that also missed the LLC if `llc`, whose snoop found `found` in other cores."""
+    done) that also missed the LLC if `llc`, whose snoop found `found` in other cores (on
+    the other socket if `remote`)."""
     if store:
         S[MS.L1D_STORE_MISSES] += 1
     _pending(S, MS.L1D_PENDING, MS.L1D_MISS_END, t0, done)
@@ -312,7 +317,7 @@ def _miss_events(S, line, t0, done, store, llc, addr, found):
             S[MS.LLC_STORE_MISSES] += 1
         _pending(S, MS.LLC_PENDING, MS.LLC_MISS_END, t0, done)
     if S[MT.HOT_CAP]:
-        hot.record(S, line, store, llc, done - t0, addr, found)
+        hot.record(S, line, store, llc, done - t0, addr, found, remote)
 
 
 @apart(STATE, int64, int64, int64, int64, int64)
@@ -325,7 +330,7 @@ def demand_miss(S, line, t0, kind, ip, addr):
         t0 = wait = first_free(S, S[MH.LFB])
     llc_before = S[MS.LLC_MISSES]
     if S[MT.LEVELS] > 1:
-        done, shared, hit, found = _walk(S, line, t0, 1, kind, addr)
+        done, shared, hit, found, remote = _walk(S, line, t0, 1, kind, addr)
         # the walk marks what it fills; a transient fill from memory is marked at L2 too
         spec = cm.F_TRANSIENT if S[MS.SPEC] != 0 and (
             cm.flags(S, cm.lookup(S, 1, line)) & cm.F_TRANSIENT) != 0 else 0
@@ -335,10 +340,10 @@ def demand_miss(S, line, t0, kind, ip, addr):
         S[MS.LLC_MISSES] += 1
         done = mside.mem_read(S, line, t0)
         spec = spec_flag(S, True)
-        shared, found = 0, coh.NONE
+        shared, found, remote = 0, coh.NONE, 0
     take(S, S[MH.LFB], S[MT.LFB], done)
     _miss_events(S, line, t0, done, kind == K_STORE, S[MS.LLC_MISSES] != llc_before, addr,
-                 found)
+                 found, remote)
     i0 = cm.set_start(S, 0, line)
     l1.remember(S, line, i0, install(S, 0, i0, line, done,
                                      (cm.F_DIRTY if kind == K_STORE else 0) | spec | shared))
@@ -363,8 +368,12 @@ def own_line(S, line, t):
     S[MS.L1D_MISSES] += 1
     # a miss that reads nothing: no time pending; the other cores' copies are dropped (the
     # whole line is written)
-    found = coh.snoop(S, line, True)[0] if S[MT.CORES] > 1 else coh.NONE
-    _miss_events(S, line, t, t, True, False, line << 6, found)
+    found, remote = coh.NONE, 0
+    if S[MT.CORES] > 1:
+        found, _, remote = coh.snoop(S, line, True)
+        if remote and found != coh.NONE:
+            coh.count_remote(S, found)
+    _miss_events(S, line, t, t, True, False, line << 6, found, remote)
     for lvl in range(1, S[MT.LEVELS]):
         j = cm.lookup(S, lvl, line)
         if j >= 0:
@@ -397,14 +406,16 @@ def peer_write(S, line, now):
 def upgrade(S, lvl, line, addr):
     """A store of byte `addr` finds `line` shared with another core (at level `lvl`): the
     other cores' copies are invalidated first, and this core's copies stop being shared.
-    Returns the wait, taken as one cache-to-cache round trip (peer_hitm_ns)."""
+    Returns the wait, taken as one cache-to-cache round trip (peer_hitm_ns; remote_hitm_ns
+    when copies on the other socket are invalidated)."""
     _clear_flag(S, line, cm.F_SHARED)
     cm.count(S, lvl, cm.CC.PEER_UPGRADES, 1)
+    remote = 0
     if S[MT.CORES] > 1:
-        coh.snoop(S, line, True)
+        remote = coh.snoop(S, line, True)[2]
     if S[MT.HOT_CAP]:
         hot.upgraded(S, line, addr)
-    return S[MT.PEER]
+    return coh.upgrade_cycles(S, remote)
 
 
 @compiled
@@ -433,7 +444,7 @@ def peer_read(S, line, now):
 def evict_everywhere(S, line, keep):
     """Remove (or, with keep, clean) `line` at every level, in every core; returns 1 if a
     copy was dirty."""
-    dirty = coh.drop_others(S, line, keep) if S[MT.CORES] > 1 else 0
+    dirty = coh.drop_others(S, line, keep, True) if S[MT.CORES] > 1 else 0
     for lvl in range(S[MT.LEVELS]):
         b = cm.lookup(S, lvl, line)
         if b >= 0:

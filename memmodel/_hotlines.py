@@ -9,7 +9,8 @@ did too; of its misses, those that found it modified in another core (HITM) or t
 core's clean copy served (PEER_HITS); its stores that had to invalidate other cores' shared
 copies (UPGRADES, L1 hits); and OFFSETS, bit k set when one of those accesses began at byte
 k of the line (what perf c2c's offsets show: two cores' accesses to different bytes of one
-line are false sharing). Each core keeps its own table. The table takes new lines until three quarters full (probes stay short); later
+line are false sharing); with several sockets, of its HITMs those from the other socket
+(a count per row after the rows: remote_hitm_at). Each core keeps its own table. The table takes new lines until three quarters full (probes stay short); later
 misses on lines it does not hold are counted in MS.HOT_DROPPED, so a report can say what it
 left out. Per region, the same misses are counted exactly in hot_region (no table limit).
 """
@@ -62,11 +63,19 @@ def _row(S, line):
     return row
 
 
+@inlined
+def remote_hitm_at(S, row):
+    """The offset in S of the remote HITM count of the row at offset `row` (after the
+    table's MT.HOT_CAP rows; there with several sockets only)."""
+    base = S[MH.HOT]
+    return base + S[MT.HOT_CAP] * N_HL + (row - base) // N_HL
+
+
 @compiled
-def record(S, line, store, llc, cycles, addr, found):
+def record(S, line, store, llc, cycles, addr, found, remote):
     """A demand L1D miss on `line` by an access beginning at byte `addr` (a store's if
     `store`; it missed the LLC too if `llc`), outstanding for `cycles`, whose snoop found
-    `found` in the other cores (memmodel._coherence)."""
+    `found` in the other cores (memmodel._coherence; on the other socket if `remote`)."""
     r = mm.find_region(S, line << 6)
     if r >= 0:
         _count(S, S[MH.HOT_REGION] + r * N_HR + HR.L1D_MISSES, store, llc)
@@ -76,6 +85,8 @@ def record(S, line, store, llc, cycles, addr, found):
     _count(S, row + HL.L1D_MISSES, store, llc)
     if found == MODIFIED:
         S[ix(row + HL.HITM)] += 1
+        if remote:
+            S[ix(remote_hitm_at(S, row))] += 1
     elif found != NONE:
         S[ix(row + HL.PEER_HITS)] += 1
     S[ix(row + HL.OFFSETS)] |= 1 << (addr & 63)

@@ -47,6 +47,12 @@ cores share (`shared_words`: the last cache level's part of the cache sections):
 are then followed by those words once, and a core reaches them at the same distance from
 its copy in every such section (Layout.tail_at). One core's B is the layout of S before
 there were cores.
+
+Sockets: with S sockets (Machine(sockets=S)) the cores are socket-major, cores/S a socket
+(core k on socket k // (cores/S)), and the shared words of a private section are one copy
+per socket, after the cores' copies: [core 0 | ... | core N-1 | socket 0's | socket 1's];
+core k reaches its socket's at the same distance from its copy in every such section
+(Layout.tail_at). With one socket the layout is the one above.
 """
 from collections import namedtuple
 from enum import IntEnum
@@ -127,6 +133,15 @@ MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR A
 # level's random state, use stamp and empty-way count (at LV.RNG, LV.STAMP, LV.EMPTY from
 # its rows' LV.USE) and the memory side's stamp of media and WC use
 SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
+# with several cores the socket section goes on (memmodel._coherence): the sockets, the
+# cycles of a transfer from the other socket's caches (a modified line's, a clean one's),
+# then for each socket after the first its shared level's RNG STAMP EMPTY (N_SKL words, as
+# SK's first), then for each core its counts of misses served from the other socket (XC:
+# modified there, clean there). Not there with one core: its state is as before sockets.
+XS = fields("XS", "SOCKETS REMOTE_HITM REMOTE_HIT", start=len(SK))
+N_SKL = 3
+XC = fields("XC", "REMOTE_HITM REMOTE_HITS")
+XS_END, N_XC = len(SK) + len(XS), len(XC)   # for compiled code, which has no len() of an enum
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
 # cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
 # core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
@@ -135,7 +150,7 @@ SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # write-combining buffers, the entries of the hot-line table (0: none kept), the first of
 # the reserved frames that hold the core's pending snapshots (memmodel.memory); a clean
 # line's transfer from another core in cycles (PEER: a modified one's), this core's index,
-# the socket's cores and the words from one core's view to the next's (memmodel._coherence).
+# the machine's cores and the words from one core's view to the next's (memmodel._coherence).
 _MT = ("LEVELS INCLUSIVE PEER NODE FUNCTIONAL PF_L1 PF_L2 STREAM_DIST STREAM_DEG LFB SQ WC "
        "HOT_CAP SNAPSHOT_FRAME PEER_HIT CORE CORES CORE_WORDS")
 # ms: the core's scalars of the memory side: whether accesses are transient, the
@@ -181,9 +196,14 @@ class Layout:
     """Named sections of S over `blocks` (memmodel's, then emu's) for `cores` cores;
     `build()` allocates S and writes every core's header."""
 
-    def __init__(self, *blocks, cores=1):
+    def __init__(self, *blocks, cores=1, sockets=1):
+        if sockets < 1 or cores % sockets:
+            raise ValueError(f"{cores} core(s) over {sockets} socket(s): not a whole number "
+                             "of cores a socket")
         self.blocks = blocks
         self.cores = cores
+        self.sockets = sockets
+        self.per_socket = cores // sockets
         self.fixed_words = blocks[-1].end   # F: the words before the variable sections, per core
         self.shapes = {}
         self.on_line = set()
@@ -246,7 +266,8 @@ class Layout:
                 # the distance from one core's copy to the next's (0: one copy)
                 stride[name] = (0 if self.share.get(name, SHARED) == SHARED
                                 else size - self.shared_words[name])
-                pos += size + (n - 1) * stride[name]
+                pos += size + (n - 1) * stride[name] + (self.sockets - 1) * \
+                    self.shared_words.get(name, 0)
         S = _zeros_on_line(pos)
         self._words = None
         for k in range(n):
@@ -266,10 +287,15 @@ class Layout:
         """The core whose view S is (the whole buffer: core 0's)."""
         return (self.size - len(S)) // self.fixed_words
 
+    def socket_of(self, k):
+        """The socket of core k (socket-major: cores/sockets a socket)."""
+        return k // self.per_socket
+
     def tail_at(self, S, name):
-        """The offset, from the copy of section `name` in view S, of its shared words."""
+        """The offset, from the copy of section `name` in view S, of its socket's shared
+        words."""
         k = self._core_of(S)
-        return (self.cores - k) * self.stride[name]
+        return (self.cores - k) * self.stride[name] + self.socket_of(k) * self.shared_words[name]
 
     def spread(self, S):
         """Copy core 0's private words (set up as one core's) to every other core's copy; its
@@ -284,6 +310,9 @@ class Layout:
                 off = self.offsets[name]
                 for k in range(1, self.cores):
                     S[off + k * d:off + (k + 1) * d] = S[off:off + d]
+                t, tail = off + self.cores * d, self.shared_words[name]
+                for s in range(1, self.sockets):   # every socket's shared words as socket 0's
+                    S[t + s * tail:t + (s + 1) * tail] = S[t:t + tail]
 
     def signature_words(self):
         """The flat indices in S of the words the sections put in the signature (add)."""
@@ -321,11 +350,26 @@ class Layout:
             base = 0 if name in self._block_of(name).fixed else off
             parts = [(np.array([base + int(f)]), r) for f, r in role.items()]
         else:
-            parts = role(self, S)
-        named = np.zeros(size, dtype=bool)
+            parts = self._every_socket(name, role(self, S))
+        named = np.zeros(len(own), dtype=bool)   # size, and the other sockets' shared words
         for idx, _ in parts:
             named[np.searchsorted(own, np.asarray(idx).reshape(-1))] = True
         return parts + [(own[~named], EXACT)]
+
+    def _every_socket(self, name, parts):
+        """`parts` (words a section's function named: core 0's copy and socket 0's shared
+        words) with socket 0's shared words' roles given to every other socket's too."""
+        tail = self.shared_words[name]
+        if self.sockets == 1 or not tail:
+            return parts
+        t0 = self.offsets[name] + self.cores * self.stride[name]
+        out = list(parts)
+        for idx, role in parts:
+            idx = np.asarray(idx).reshape(-1)
+            idx = idx[(idx >= t0) & (idx < t0 + tail)]
+            if len(idx):
+                out += [(idx + s * tail, role) for s in range(1, self.sockets)]
+        return out
 
     def _other_cores(self, name, parts):
         """`parts` (core 0's words of section `name`) for cores 1 and on: moved to their copy,
@@ -354,19 +398,21 @@ class Layout:
 
     def indices(self, name):
         """The flat indices in S of section `name`'s words: [core 0's copy, core 1's, ...,
-        its shared words] (one array for a shared section), each shaped as its words."""
+        socket 0's shared words, socket 1's, ...] (one array for a shared section), each
+        shaped as its words."""
         off, shape, d = self.offsets[name], self.shapes.get(name, (0,)), self.stride[name]
         size, tail = int(np.prod(shape)), self.shared_words.get(name, 0)
         if not d:
             return [np.arange(off, off + size).reshape(shape)]
         own = [np.arange(off + k * d, off + k * d + size - tail).reshape(
             shape if not tail else (-1,)) for k in range(self.cores)]
-        return own + ([np.arange(off + self.cores * d, off + self.cores * d + tail)]
-                      if tail else [])
+        t = off + self.cores * d
+        return own + [np.arange(t + s * tail, t + (s + 1) * tail)
+                      for s in range(self.sockets if tail else 0)]
 
     def view(self, S, name):
         """Section `name` in S, the buffer or a core's view of it (its own copy); a section
-        with shared words: from its copy to the end of those (tail_at)."""
+        with shared words: from its copy to the end of its socket's (tail_at)."""
         k = self._core_of(S)
         off = self.offsets[name] + k * (self.stride[name] - self.fixed_words)
         shape = self.shapes.get(name, (0,))

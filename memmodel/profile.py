@@ -77,6 +77,10 @@ _CORE = {
     # the cores a socket has, each a copy of the core's state (Machine(cores=N) up to it);
     # optional: a profile without it has one core
     "cores_per_socket": (_INT, True, 1, 1024),
+    # the sockets the machine has (Machine(sockets=S) up to it), each with its cores and
+    # its LLC; optional: a profile without it has one. The one home of a machine's socket
+    # count (sockets() below)
+    "sockets": (_INT, True, 1, 8),
 }
 # A level of 1 GiB (more than any LLC a core sees) is 16 Mi blocks, 512 MiB of the four
 # per-block sections of memmodel.cache; a set is scanned way by way.
@@ -87,8 +91,12 @@ _CACHE = {
     "policy": (_STR, False, POLICY_IDS),
     "prefetcher": (_NAMES, False, PREFETCHER_IDS),   # the level runs each of them
 }
+# remote_*: a line sent from the other socket's caches (modified there: a remote HITM;
+# clean); optional, needed by Machine(sockets=2) only
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS),
-              "peer_hit_ns": (_NUM, True, *_NS)}
+              "peer_hit_ns": (_NUM, True, *_NS), "remote_hitm_ns": (_NUM, True, *_NS),
+              "remote_hit_ns": (_NUM, True, *_NS)}
+LLC_REMOTE_KEYS = ("remote_hitm_ns", "remote_hit_ns")
 # the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
 # entry count that sizes a state section, scanned per L2 miss
 _L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
@@ -192,6 +200,12 @@ class Profile:
         for part in dotted.split("."):
             node = node[part]
         return node
+
+
+def sockets(values):
+    """The sockets of the machine whose checked profile values are `values` (core.sockets;
+    1 without it): the one place that says how many a profile has."""
+    return values["core"].get("sockets", 1)
 
 
 def shipped_profiles():
@@ -446,7 +460,7 @@ def _validate(raw, fname):
         raise ProfileError(f"{fname}: profile.description: missing (one line saying what machine this is)")
     v = {"profile": {"description": head["description"]}}
     v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources, transfers,
-                             optional=("cores_per_socket",))
+                             optional=("cores_per_socket", "sockets"))
     caches = raw.get("cache", {})
     if not isinstance(caches, dict) or not caches:
         raise ProfileError(f"{fname}: cache: needs at least [cache.l1d]")
@@ -460,7 +474,8 @@ def _validate(raw, fname):
     for n in names:
         schema = dict(_CACHE, **(_LLC_EXTRA if n == names[-1] else {}),
                       **(_L2_EXTRA if n == CACHE_LEVELS[1] else {}))
-        lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers)
+        lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers,
+                           optional=LLC_REMOTE_KEYS)
         where = f"{fname}: cache.{n}"
         sets, rem = divmod(lvl["size_bytes"], 64 * lvl["ways"])
         if rem or sets < 1:

@@ -8,7 +8,7 @@ import numpy as np
 
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
-from memmodel.layout import COUNTER, EXACT, MS, MS_ROLES, MT, PRIVATE, SHARED, clock, ring
+from memmodel.layout import COUNTER, EXACT, MH, MS, MS_ROLES, MT, PRIVATE, SHARED, XS, clock, ring
 from memmodel.memory import N_RCOUNT, RESERVED_FRAMES, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
@@ -64,11 +64,19 @@ def init_sections(layout, S, values, functional, node):
     for k, v in mt.items():
         S[k] = v
     layout.view(S, "wc")[:, WC.LINE] = -1
+    if layout.cores > 1:   # the sockets, and a transfer from the other's caches (cycles)
+        llc, at = levels[-1], S[MH.SOCKET]
+        S[at + XS.SOCKETS] = layout.sockets
+        for x, key in ((XS.REMOTE_HITM, "remote_hitm_ns"), (XS.REMOTE_HIT, "remote_hit_ns")):
+            S[at + x] = int(round(llc.get(key, 0) * core["freq_ghz"]))
 
 
 def spread(layout, S):
     """Core k's pending snapshots in its own reserved frames, once S's private words are
-    copied from core 0's (Layout.spread): a fence applies the bytes its core snapshot."""
+    copied from core 0's (Layout.spread): a fence applies the bytes its core snapshot. With
+    several sockets, each core's NUMA node is its socket."""
     for k in range(layout.cores):
         layout.core(S, k)[MT.SNAPSHOT_FRAME] = k * RESERVED_FRAMES
         layout.core(S, k)[MT.CORE] = k
+        if layout.sockets > 1:
+            layout.core(S, k)[MT.NODE] = layout.socket_of(k)

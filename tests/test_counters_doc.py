@@ -59,6 +59,12 @@ def code_pairs():
         out |= {("profile.hot_lines", f.name) for f in dataclasses.fields(HotLine)}
         j = p.to_json()
         out |= {("profile", k) for k, v in j.items() if isinstance(v, int)}
+        # a machine of two sockets: the counters of the misses the other socket served
+        m = Machine(name, cores=2, sockets=2)
+        m.run([every_op(m), Program().load(m.regions[m.region_names[0]]["base"])])
+        s = m.stats()
+        out |= {("remote", k) for k in s["remote"]}
+        assert all(set(c["remote"]) == set(s["remote"]) for c in s["cores"])
     return out
 
 

@@ -80,7 +80,9 @@ def text(label, p, top, lines):
 
 def c2c_text(label, p, top):
     """The c2c report of one RunProfile, in the shape of perf c2c's: the Shared Data Cache
-    Line Table (a row per line the cores shared, the most HITM first), then each line's
+    Line Table (a row per line the cores shared, the most HITM first; HITM split, as perf
+    c2c's Lcl HITM and Rmt HITM, into those from a core of the same socket and of the
+    other), then each line's
     distribution over the cores: what each core's accesses did, where in the line they
     began and which sites made them."""
     lines = p.c2c(top)
@@ -90,9 +92,10 @@ def c2c_text(label, p, top):
            "listed)\n\n"]
     if not lines:
         return out[0] + "no line was shared between cores\n"
-    out.append(table(["#", "line", "region", "HITM", "snoop hits", "upgrades", "loads",
-                      "stores", "cores", "false sharing"],
-                     [[i, f"{s.addr:#x}", s.region, s.hitm, s.total("peer_hits"),
+    out.append(table(["#", "line", "region", "HITM", "Lcl HITM", "Rmt HITM", "snoop hits",
+                      "upgrades", "loads", "stores", "cores", "false sharing"],
+                     [[i, f"{s.addr:#x}", s.region, s.hitm, s.lcl_hitm, s.rmt_hitm,
+                       s.total("peer_hits"),
                        s.total("upgrades"), s.total("loads"), s.total("stores"), len(s.cores),
                        "yes" if s.false_sharing else "no"] for i, s in enumerate(lines)]))
     out.append("\nshared cache line distribution\n")
@@ -100,10 +103,11 @@ def c2c_text(label, p, top):
     for i, s in enumerate(lines):
         for k, c in sorted(s.cores.items()):
             rows.append([i, f"{s.addr:#x}", k, ", ".join(f"{o:#x}" for o in c["offsets"]),
-                         c["loads"], c["stores"], c["hitm"], c["peer_hits"], c["upgrades"],
+                         c["loads"], c["stores"], c["hitm"], c["hitm"] - c["rmt_hitm"],
+                         c["rmt_hitm"], c["peer_hits"], c["upgrades"],
                          ", ".join(_site_text(x) for x in c["sites"])])
-    out.append(table(["#", "line", "core", "offsets", "loads", "stores", "HITM", "snoop hits",
-                      "upgrades", "sites"], rows))
+    out.append(table(["#", "line", "core", "offsets", "loads", "stores", "HITM", "Lcl HITM",
+                      "Rmt HITM", "snoop hits", "upgrades", "sites"], rows))
     return "".join(out)
 
 

@@ -32,7 +32,8 @@ def plot_c2c(title, profiles, top):
                 "offsets", [])]
             ax.scatter([o + 0.15 * (k - (len(cores) - 1) / 2) for o, _ in pts],
                        [r for _, r in pts], label=f"core {k}", marker="s", s=25)
-        ax.set_yticks(range(len(lines)), [f"{s.addr:#x} ({s.hitm} HITM)" for s in lines])
+        ax.set_yticks(range(len(lines)), [f"{s.addr:#x} ({s.hitm} HITM" + (
+            f": {s.lcl_hitm} Lcl, {s.rmt_hitm} Rmt)" if s.rmt_hitm else ")") for s in lines])
         ax.invert_yaxis()
         ax.set_xlim(-1, 64)
         ax.set_xlabel("byte offset in the line")

@@ -4,8 +4,8 @@ import numpy as np
 
 from memmodel.cache import INVALID, N_COUNTERS, N_LV
 from memmodel.jit import reciprocal_bits
-from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MH, PRIVATE,
-                             SHARED, SK, clock)
+from memmodel.layout import (COUNTER, DERIVED, EXACT, LV, LV_AT, LV_ROWS, MEMO, MH, N_SKL,
+                             PRIVATE, SHARED, SK, XC, XS, clock)
 from memmodel.policies import level_policy, packed, stamped
 from memmodel.policies.lru import first_order
 
@@ -29,15 +29,39 @@ def _lv_roles(layout, S):
         for lvl, r in enumerate(rows) if lvl != _shared_level(layout)]
 
 
+def socket_words(layout):
+    """The socket section's words: SK, and with several cores XS, the other sockets' shared
+    level words and the cores' counters (memmodel.layout XS)."""
+    if layout.cores == 1:
+        return len(SK)
+    return len(SK) + len(XS) + N_SKL * (layout.sockets - 1) + len(XC) * layout.cores
+
+
+def level_words_at(layout, socket):
+    """The offset in the socket section of socket `socket`'s shared level RNG (then STAMP,
+    EMPTY)."""
+    return SK.RNG if socket == 0 else len(SK) + len(XS) + N_SKL * (socket - 1)
+
+
+def counters_at(layout, k):
+    """The offset in the socket section of core k's XC counters."""
+    return len(SK) + len(XS) + N_SKL * (layout.sockets - 1) + len(XC) * k
+
+
 def _socket_roles(layout, S):
-    """The memory side's use stamp, and the shared level's use stamp and empty-way count
-    (unused, 0, without one)."""
+    """The memory side's use stamp, and each socket's shared level's use stamp and empty-way
+    count (unused, 0, without one); the cores' counts of transfers from the other socket."""
     off = layout.offsets["socket"]
     out = [(np.array([off + SK.MEM_STAMP]), clock("mem", own=True))]
     lvl = _shared_level(layout)
     if lvl is not None:
-        out += [(np.array([off + SK.STAMP]), clock(clock_of_level(lvl), own=True)),
-                (np.array([off + SK.EMPTY]), DERIVED)]
+        for s in range(layout.sockets):
+            at = off + level_words_at(layout, s) - SK.RNG
+            out += [(np.array([at + SK.STAMP]), clock(clock_of_level(lvl), own=True)),
+                    (np.array([at + SK.EMPTY]), DERIVED)]
+    if layout.cores > 1:
+        out.append((off + counters_at(layout, 0) + np.arange(len(XC) * layout.cores),
+                    COUNTER))
     return out
 
 
@@ -68,7 +92,7 @@ def add_sections(layout, levels):
                    shared_words=_shared_blocks(levels))
     layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER, share=PRIVATE)   # by the core counting
     # the socket's changing words: the shared level's and the memory side's (memmodel.layout)
-    layout.add("socket", len(SK), _socket_roles, share=SHARED, signature=True)
+    layout.add("socket", socket_words(layout), _socket_roles, share=SHARED, signature=True)
 
 
 def _shared_blocks(levels):
@@ -92,9 +116,11 @@ def init_sections(layout, S, levels, seed=0):
         # xorshift must not start at 0; distinct per level, fixed by the seed
         x = (seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D * (i + 1)) % 2**64 or 1
         lv[i, LV.USE] = _use_at(layout, S, i == shared, i)
-        changing = layout.view(S, "socket") if i == shared else lv[i, LV.RNG:]
-        changing[SK.RNG] = np.uint64(x).view(np.int64)
-        changing[SK.EMPTY] = sets * lvl["ways"]
+        for s in range(layout.sockets if i == shared else 1):   # each socket's LLC alike
+            changing = (layout.view(S, "socket")[level_words_at(layout, s) - SK.RNG:]
+                        if i == shared else lv[i, LV.RNG:])
+            changing[SK.RNG] = np.uint64(x).view(np.int64)
+            changing[SK.EMPTY] = sets * lvl["ways"]
         lv[i, LV.INV] = reciprocal_bits(sets)
         if packed(lv[i, LV.POLICY]):
             layout.view(S, "repl")[base:base + sets * lvl["ways"]:lvl["ways"]] = \
@@ -104,16 +130,17 @@ def init_sections(layout, S, levels, seed=0):
 
 
 def _use_at(layout, S, shared, i):
-    """lv[i, LV.USE] in view S: the socket section's words for the shared level, whose
-    first mirror LV.RNG, LV.STAMP, LV.EMPTY; else row i's own."""
+    """lv[i, LV.USE] in view S: the socket section's words for the shared level (its
+    socket's, which mirror LV.RNG, LV.STAMP, LV.EMPTY); else row i's own."""
     if shared:
-        return S[MH.SOCKET] + SK.RNG - LV.RNG
+        k = layout._core_of(S)
+        return S[MH.SOCKET] + level_words_at(layout, layout.socket_of(k)) - LV.RNG
     return LV_AT + i * N_LV
 
 
 def spread(layout, S):
-    """Point every core's shared level (its lv row's BASE and USE) at the shared blocks and
-    words, once S's private words are copied from core 0 (Layout.spread)."""
+    """Point every core's shared level (its lv row's BASE and USE) at its socket's shared
+    blocks and words, once S's private words are copied from core 0 (Layout.spread)."""
     lvl = _shared_level(layout)
     if lvl is not None:
         for k in range(1, layout.cores):

@@ -49,6 +49,7 @@ from isa import Program
 from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
 from kernels.read_write import ksys_pread64
+from memmodel.profile import sockets as profile_sockets
 from memmodel.profile import MAPPED_BYTES
 
 NAME = "dax-read-copy-mc"
@@ -76,7 +77,7 @@ OPTIONS = job_options("read", bs=2 << 20, jobs=48, ios=40, file_size=256 << 20,
 
 
 def sockets(profile, overrides):
-    return len({r["node"] for r in load_profile(profile, overrides or None).values["region"]})
+    return profile_sockets(load_profile(profile, overrides or None).values)
 
 
 def _rig(profile, overrides, copy_mc, file_size, bs, background=None, cores=1):
