@@ -71,8 +71,9 @@ def chase_ns(m, region, pattern):
     return r.seconds * 1e9 / len(offsets)
 
 
-def c2c_ns(m, modified=True, lines=512):
-    """Cache-to-cache transfer (MLC's c2c latency) between the two cores of `m`: core 1
+def c2c_ns(m, modified=True, lines=512, region="dram0"):
+    """Cache-to-cache transfer (MLC's c2c latency) between the two cores of `m` (on two
+    sockets if `m` has them), over lines of `region`'s memory: core 1
     writes (`modified`: each a HITM after) or reads (a clean HIT after) a line in each of
     `lines` pages, then core 0's dependent loads read them in a random order; a warm-up
     round, then a timed one, each on lines of its own, the cores handing over by a flag
@@ -80,7 +81,7 @@ def c2c_ns(m, modified=True, lines=512):
     never next to or paired with the other round's, so that no prefetcher takes a timed line
     ahead of its load: MLC's readings, near its prefetchers-off ones, say they did not. ns per load of core 0's timed loads."""
     rng = np.random.default_rng(1)
-    base = _base(m, "dram0")
+    base = _base(m, region)
     pages = base + rng.permutation(lines).astype(np.int64) * PAGE
     half = PAGE // LINE // 2   # a round's line in its half of the page, the first's not
     slots = np.stack([rng.integers(0, half - 1, lines),   # next to the second's

@@ -49,7 +49,8 @@ def _reading(row, overrides):
     (key, value) overrides. Timing only, but for a row of several cores: they hand over by
     flags in memory (Program.wait), which needs functional memory."""
     value = float(row.bench(Machine(row.profile, dict(overrides) or None,
-                                    functional=row.cores > 1, cores=row.cores)))
+                                    functional=row.cores > 1, cores=row.cores,
+                                    sockets=row.sockets)))
     emulated = float(f"{value:.6g}")
     return emulated, round(emulated / row.measured, 4)
 

@@ -48,7 +48,8 @@ class Row:
     (e.g. PREFETCHERS_OFF where the tool turns the prefetchers off); `other`: where the
     tool does not document a setting the row depends on, a second reading (label,
     overrides) reported beside the row's own (docs/validation.md "Machine setting").
-    `cores`: the Machine's cores (Machine(cores=...)), for a measurement between cores."""
+    `cores`, `sockets`: the Machine's (Machine(cores=..., sockets=...)), for a measurement
+    between cores."""
     profile: str
     name: str
     measured: float
@@ -60,6 +61,7 @@ class Row:
     overrides: tuple[tuple[str, object], ...] = ()
     other: tuple[str, tuple[tuple[str, object], ...]] | None = None
     cores: int = 1
+    sockets: int = 1
 
     @property
     def role(self):
@@ -185,12 +187,13 @@ def _setting(prefetchers):
             "unknown": {"other": _OTHER}}[prefetchers]
 
 
-def _mlc_rows(profile, tag, machine, local, remote, hitm=None, hit=None, suffix="",
-              prefetchers="off", calibrates=()):
-    """An MLC output's idle latencies (§10) and same-socket HITM and HIT (§12);
-    `calibrates`: the profile keys taken from this output, for local, remote, HITM and HIT."""
+def _mlc_rows(profile, tag, machine, local, remote, hitm=None, hit=None, rhitm=None,
+              suffix="", prefetchers="off", calibrates=()):
+    """An MLC output's idle latencies (§10), same-socket HITM and HIT and remote HITM,
+    writer-homed (§12); `calibrates`: the profile keys taken from this output, for local,
+    remote, HITM, HIT and remote HITM."""
     note = {"off": MLC_OFF, "on": MLC_ON, "unknown": MLC_UNKNOWN}[prefetchers]
-    keys = dict(zip(("local", "remote", "hitm", "hit"), calibrates))
+    keys = dict(zip(("local", "remote", "hitm", "hit", "rhitm"), calibrates))
     rows = [Row(profile, f"dram-latency-mlc{suffix}", local, "ns",
                 _src(tag, "§10: local idle", machine) + "; " + note, _chase("dram0", "random"),
                 calibrates=keys.get("local"), **_setting(prefetchers)),
@@ -204,7 +207,19 @@ def _mlc_rows(profile, tag, machine, local, remote, hitm=None, hit=None, suffix=
                             _src(tag, f"§12: L2->L2 {kind.upper()}", machine) + "; " + note,
                             partial(c2c_ns, modified=modified), calibrates=keys.get(kind),
                             cores=2, **_setting(prefetchers)))
+    if rhitm is not None:
+        rows.append(_rhitm_row(profile, f"hitm-remote-socket{suffix}", rhitm,
+                               _src(tag, "§12: remote HITM, writer-homed", machine) + "; " + note,
+                               keys.get("rhitm"), **_setting(prefetchers)))
     return rows
+
+
+def _rhitm_row(profile, name, measured, source, calibrates=None, **setting):
+    """MLC's remote HITM, writer-homed: the writer (core 1, the second socket) modifies lines
+    of its own node's memory, the reader (core 0, the first socket) reads them."""
+    return Row(profile, name, measured, "ns", source,
+               partial(c2c_ns, modified=True, region="dram1"), calibrates=calibrates,
+               cores=2, sockets=2, **setting)
 
 
 def _bw(region, kind, dimms=None):
@@ -243,11 +258,12 @@ ROWS = [
              "chase, prefetchers-off reading beside it"), _chase("pmem0", "random"),
         other=_OTHER),
     *_mlc_rows(CLX, "[MLC-CLX]", CLX6240, local=80.8, remote=140.4, hitm=49.3, hit=48.8,
-               prefetchers="on", calibrates=("media.dram.read_latency_ns",
-                                             "numa.remote_latency_ns", "cache.llc.peer_hitm_ns",
-                                             "cache.llc.peer_hit_ns")),
+               rhitm=_mid(113.2, 114.1), prefetchers="on",
+               calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
+                           "cache.llc.peer_hitm_ns", "cache.llc.peer_hit_ns",
+                           "cache.llc.remote_hitm_ns")),
     *_mlc_rows(CLX, "MLC (CSIT calib_clx)", CLX6252, local=81.2, remote=130.2, hitm=55.6,
-               hit=55.5, suffix="-6252n"),
+               hit=55.5, rhitm=115.6, suffix="-6252n"),
     _lat("dram-write-ntstore-64B", 86.9, "ns", _FIG2, "§1.1", _persist("dram0", "ntstore"),
          calibrates="media.dram.wc_ack_ns"),
     _lat("dram-write-clwb-64B", 57.3, "ns", _FIG2, "§1.1", _persist("dram0", "clwb"),
@@ -303,11 +319,11 @@ ROWS = [
         _src("[AT11544]", "§2: 89-91 ns, 384-512 MB", "Skylake-SP: this profile's source"),
         _chase("dram0", "random"), calibrates="media.dram.read_latency_ns"),
     *_mlc_rows(SKX, "MLC (CSIT calib_skx)", SKX8180, local=81.1, remote=144.5, hitm=50.3,
-               hit=50.3),
+               hit=50.3, rhitm=_mid(108.5, 108.6)),
     *_mlc_rows(SKX, "MLC (hpcleuven skylake_mlc.txt)", SKX6140, local=90.2, remote=144.3,
-               hitm=49.9, hit=50.5, suffix="-6140", prefetchers="on",
+               hitm=49.9, hit=50.5, rhitm=_mid(114.0, 114.6), suffix="-6140", prefetchers="on",
                calibrates=(None, "numa.remote_latency_ns", "cache.llc.peer_hitm_ns",
-                           "cache.llc.peer_hit_ns")),
+                           "cache.llc.peer_hit_ns", "cache.llc.remote_hitm_ns")),
     Row(SKX, "lfence-dependent-chain", 9.3, "cycles",
         _src("[SO-LFENCE]", "§4, §7.2: extra cycles per LFENCE", "Skylake: the closest profile"),
         lfence_extra_cycles, calibrates="instr.lfence_refill_cycles"),
@@ -341,6 +357,9 @@ ROWS = [
     Row(BDW, "hit-same-socket", 34.4, "ns",
         _src("MLC (hpcleuven broadwell_mlc.txt)", "§12", BDW2680) + "; " + MLC_UNKNOWN,
         partial(c2c_ns, modified=False), other=_OTHER, cores=2),
+    _rhitm_row(BDW, "hitm-remote-socket", _mid(77.5, 85.5),
+               _src("MLC (hpcleuven broadwell_mlc.txt)", "§12: remote HITM, writer-homed",
+                    BDW2680) + "; " + MLC_UNKNOWN, other=_OTHER),
     *_instruction_rows(BDW, "[ILX BroadwellE]", BDW6850, lfence=4.25, sfence=6.0, mfence=33.3,
                        clflush=106, movsb=57.4, locked=19.0),
     *_instruction_rows(BDW, "[ILX Broadwell-DE D-1540]", BDW1540, clflush=93.7,
@@ -351,10 +370,13 @@ ROWS = [
     #    §14.1); its fences, locked RMW and CLFLUSH (the E5-2660 v3's) are these dumps', its
     #    idle latencies and HITM the E5-2699 v3 MLC output's
     *_mlc_rows(HSW, "MLC (CSIT calib_hsw)", HSW2699, local=97.5, remote=139.6, hitm=47.1,
-               hit=42.2, calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
-                                     "cache.llc.peer_hitm_ns", "cache.llc.peer_hit_ns")),
+               hit=42.2, rhitm=_mid(106.5, 106.7),
+               calibrates=("media.dram.read_latency_ns", "numa.remote_latency_ns",
+                           "cache.llc.peer_hitm_ns", "cache.llc.peer_hit_ns",
+                           "cache.llc.remote_hitm_ns")),
     *_mlc_rows(HSW, "MLC (hpcleuven haswell_mlc.txt)", HSW2680, local=92.1, remote=127.1,
-               hitm=36.6, hit=33.2, suffix="-2680v3", prefetchers="unknown"),
+               hitm=36.6, hit=33.2, rhitm=_mid(75.7, 75.8), suffix="-2680v3",
+               prefetchers="unknown"),
     *_mlc_rows(HSW, "MLC (cs499-fa22 hw1 README)", HSW2630, local=93.5, remote=133.8,
                suffix="-2630v3", prefetchers="unknown"),
     *_instruction_rows(HSW, "[ILX HaswellEP]", HSW26x0, lfence=_mid(4.25, 4.26), sfence=6.0,
@@ -412,6 +434,12 @@ REASONS = {
                            "48.8 ns, transferred: the only Broadwell-EP figure, this E5-2680 "
                            "v4's 34.4 ns, was taken with Cluster-on-Die on, within one "
                            "cluster, which the profile does not model",
+    "hsw-rhitm-assumed": "the profile takes the 18-core E5-2699 v3's own 106.5 ns remote HITM "
+                         "(its assumed CPU); this 12-core Haswell-EP measures 75.7 ns",
+    "bdw-rhitm-transferred": "the profile's remote HITM is Cascade Lake's 114 ns, transferred: "
+                             "the only Broadwell-EP figure, this E5-2680 v4's 77.5-85.5 ns, "
+                             "was taken with Cluster-on-Die on, which the profile does not "
+                             "model",
     "skx-2socket-flush": "the profile takes the 2-socket Xeon 8160's flush cost (its own "
                          "platform, docs/hardware.md §4.1); this row measures the one-socket "
                          "i9-7900X, about half",
@@ -477,7 +505,9 @@ KNOWN_GAPS = {
     (BDW, "likwid-update-bw"): (1.57, 1.93, REASONS["l2-prefetch-per-stream"]),
     (BDW, "likwid-triad-bw"): (1.22, 1.51, REASONS["l2-prefetch-per-stream"]),
     (BDW, "hit-same-socket"): (1.28, 1.56, REASONS["bdw-c2c-transferred"]),
+    (BDW, "hitm-remote-socket"): (1.26, 1.54, REASONS["bdw-rhitm-transferred"]),
     (HSW, "hitm-same-socket-2680v3"): (1.15, 1.42, REASONS["hsw-hitm-assumed"]),
+    (HSW, "hitm-remote-socket-2680v3"): (1.27, 1.55, REASONS["hsw-rhitm-assumed"]),
     (HSW, "hit-same-socket-2680v3"): (1.14, 1.40, REASONS["hsw-hit-assumed"]),
     (HSW, "clflush-throughput"): (2.09, 2.57, REASONS["flush-other-dump"]),
     (HSW, "likwid-update-bw"): (1.17, 1.44, REASONS["l2-prefetch-per-stream"]),
