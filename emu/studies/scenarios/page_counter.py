@@ -21,7 +21,8 @@ table compares with the emulated one.
 Assumed (docs/scenarios.md §6): the statistics flushed per 32 pages (--stat-walks), the
 hierarchy's depth, where the counter falls in its line (--counter-offset), the mapping and
 unmapping phases of page_fault2 folded into each batch (its uncharges come in munmap's
-batches), one socket (the machine has no second one).
+batches). `--sockets 2` spreads the processes over two sockets (the published machine A's
+48 processes: `--cores 48 --sockets 2`), the memory cgroups in node 0's memory.
 """
 from emu import profiler
 from emu.machine import Machine
@@ -40,7 +41,8 @@ METRIC = "per_process_ops"
 # a page's fault and unmap besides the memcg accounting modelled, declared (emu.studies.costs)
 COSTS = {"page_fault2_page_ns": NS}
 SENSITIVE = ("software.page_fault2_page_ns", "cache.llc.peer_hitm_ns",
-             "cache.llc.peer_hit_ns", "instr.lock_rmw_cycles", "core.freq_ghz")
+             "cache.llc.peer_hit_ns", "cache.llc.remote_hitm_ns", "cache.llc.remote_hit_ns",
+             "instr.lock_rmw_cycles", "core.freq_ghz")
 PAGES = memcontrol.MEMCG_CHARGE_BATCH
 # The statistics flushes of 32 pages mapped and unmapped (v5.11 memcontrol.c: a per-CPU
 # delta flushes past MEMCG_CHARGE_BATCH, so once per ~32 updates of one sign), as
@@ -55,9 +57,12 @@ STAT_FLUSHES = ((0, "map"), (8, "map"), (1, "map"), (9, "map"), (2, "map"), (3, 
 MAX_ITERATIONS = 2000
 
 OPTIONS = (
-    Option("cores", int, 8, "processes, one per core of one socket, at most the profile's "
+    Option("cores", int, 8, "processes, one per core, at most --sockets x the profile's "
                             "core.cores_per_socket (default: %(default)s; the published runs "
                             "had 48 to 144 on 2 and 4 sockets)", low=2, high=64),
+    Option("sockets", int, 1, "sockets the processes are spread over, cores/sockets on each "
+                              "(default: %(default)s; the published: 2 and 4)",
+           choices=(1, 2)),
     Option("iterations", int, 50, f"measured batches of {PAGES} pages per core, after one "
                                   f"unmeasured, at most {MAX_ITERATIONS} (default: "
                                   f"%(default)s)", low=1, high=MAX_ITERATIONS),
@@ -105,9 +110,10 @@ def batch(p, leaf, page_cycles, stat_walks):
     return p
 
 
-def build(profile, overrides, layout, cores, depth, counter_offset=0, hot_lines=None):
+def build(profile, overrides, layout, cores, depth, counter_offset=0, hot_lines=None,
+          sockets=1):
     """(machine, the benchmark's memcg) for `layout`."""
-    m = Machine(profile, overrides or None, cores=cores, hot_lines=hot_lines)
+    m = Machine(profile, overrides or None, cores=cores, sockets=sockets, hot_lines=hot_lines)
     leaf = memcontrol.hierarchy(kernel_base(m), depth, layout, counter_offset)
     return m, leaf
 
@@ -125,42 +131,50 @@ def programs(m, leaf, iterations, stat_walks):
 
 def transfers(m):
     """HITM transfers, clean snoop hits and upgrades of shared copies so far, summed over
-    the cores."""
-    cores = m.stats()["cores"]
+    the cores, and of the HITMs those the other socket served."""
+    s = m.stats()
+    cores = s["cores"]
     return (sum(c["levels"]["llc"]["peer_transfers"] for c in cores),
             sum(c["levels"]["llc"]["peer_hits"] for c in cores),
-            sum(c["levels"]["l1d"]["peer_upgrades"] for c in cores))
+            sum(c["levels"]["l1d"]["peer_upgrades"] for c in cores),
+            s.get("remote", {}).get("remote_hitm", 0))   # with two sockets only
 
 
 def run_variant(profile, overrides, variant, cores, iterations, depth, stat_walks,
-                counter_offset):
+                counter_offset, sockets=1):
     profiler.label(variant)
     layout = variant.split("=")[1]
-    m, leaf = build(profile, overrides, layout, cores, depth, counter_offset)
+    m, leaf = build(profile, overrides, layout, cores, depth, counter_offset, sockets=sockets)
     m.run(programs(m, leaf, 1, stat_walks))             # warm: every line once in a cache
     before = transfers(m)
     profiler.units(cores * iterations * PAGES, "page")
     r = m.run(programs(m, leaf, iterations, stat_walks))
-    hitm, hit, upgrades = (a - b for a, b in zip(transfers(m), before))
+    hitm, hit, upgrades, remote = (a - b for a, b in zip(transfers(m), before))
     per_core = [iterations * PAGES / c.seconds for c in r.cores]
     batches = cores * iterations
     return {"per_process_ops": sum(per_core) / cores, "per_core_ops": per_core,
             "ns_per_page": 1e9 / (sum(per_core) / cores),
             "hitm_per_batch": hitm / batches, "snoop_hits_per_batch": hit / batches,
-            "upgrades_per_batch": upgrades / batches}
+            "upgrades_per_batch": upgrades / batches, "remote_hitm_per_batch": remote / batches}
 
 
 def run(options):
     profile = options.profile or DEFAULT_PROFILE
     overrides = dict(options.overrides)
-    most = load_profile(profile, overrides or None).values["core"].get("cores_per_socket", 1)
-    if options.cores > most:
-        raise OptionError(f"{NAME}: option cores: {options.cores} is more than profile "
-                          f"{profile!r} has on a socket (core.cores_per_socket {most})")
+    core = load_profile(profile, overrides or None).values["core"]
+    most, sockets = core.get("cores_per_socket", 1), options.sockets
+    if sockets > core.get("sockets", 1):
+        raise OptionError(f"{NAME}: option sockets: profile {profile!r} has "
+                          f"{core.get('sockets', 1)} (core.sockets)")
+    if options.cores % sockets or options.cores // sockets > most:
+        raise OptionError(f"{NAME}: option cores: {options.cores} is not {sockets} socket(s) of "
+                          f"at most {most} cores each (profile {profile!r}'s "
+                          f"core.cores_per_socket), the same number on each")
     variants = {v: run_variant(profile, overrides, v, options.cores, options.iterations,
-                               options.depth, options.stat_walks, options.counter_offset)
+                               options.depth, options.stat_walks, options.counter_offset,
+                               sockets)
                 for v in progress(VARIANTS, NAME, options.progress)}
-    return {"scenario": NAME, "profile": profile, "cores": options.cores,
+    return {"scenario": NAME, "profile": profile, "cores": options.cores, "sockets": sockets,
             "iterations": options.iterations, "depth": options.depth,
             "stat_walks": options.stat_walks, "counter_offset": options.counter_offset,
             "variants": variants,
@@ -170,20 +184,24 @@ def run(options):
 
 def table(res):
     v, pub = res["variants"], res["published"]
-    lines = [f"page-counter on {res['profile']}: {res['cores']} cores x {res['iterations']} "
+    lines = [f"page-counter on {res['profile']}: {res['cores']} cores on {res.get('sockets', 1)} "
+             f"socket(s) x {res['iterations']} "
              f"batches of {PAGES} pages, {res['depth']} cgroup levels, {res['stat_walks']} "
              f"statistics flushes a batch, counter at byte {res['counter_offset']} of its line",
              f"{'variant':<16}{'pages/s/core':>14}{'published':>11}{'ratio':>7}{'status':>8}"
-             f"{'ns/page':>9}{'HITM/batch':>12}{'snoop hits/batch':>18}{'upgrades/batch':>16}"]
+             f"{'ns/page':>9}{'HITM/batch':>12}{'of them remote':>16}{'snoop hits/batch':>18}"
+             f"{'upgrades/batch':>16}"]
     for name, d in v.items():
         p, ratio, st = published.cells(pub, name, METRIC, ".0f")
         lines.append(f"{name:<16}{d[METRIC]:>14.0f}{p:>11}{ratio:>7}{st:>8}"
                      f"{d['ns_per_page']:>9.1f}{d['hitm_per_batch']:>12.1f}"
+                     f"{d['remote_hitm_per_batch']:>16.1f}"
                      f"{d['snoop_hits_per_batch']:>18.1f}{d['upgrades_per_batch']:>16.1f}")
     lines += published.notes(NAME, pub)
     figures = [pub[f"layout={k}"][METRIC]["published"] for k in page_counter.LAYOUTS]
     change = v["layout=after"][METRIC] / v["layout=before"][METRIC] - 1
     lines.append(f"after / before: emulated {change:+.2%} "
-                 f"on one socket, published {figures[1] / figures[0] - 1:+.1%} (48 processes, 2 "
+                 f"on {res.get('sockets', 1)} socket(s), published {figures[1] / figures[0] - 1:+.1%} "
+                 f"(48 processes, 2 "
                  f"sockets; docs/scenarios.md §6 gives the other rows)")
     return "\n".join(lines) + "\n"
