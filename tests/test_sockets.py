@@ -8,7 +8,7 @@ import pytest
 
 from emu import Machine
 from isa import Program
-from memmodel import cache as cm
+from tests.test_coherence import state   # core k's MESI state of a line
 
 BASE = 0x200000   # skylake-ddr4's dram0 (node 0); dram1 is node 1
 NO_PF = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none"}
@@ -29,18 +29,6 @@ def on_core(m, k, program):
     programs = [Program() for _ in range(m.cores)]
     programs[k] = program
     return m.run(programs).cores[k]
-
-
-def state(m, k, addr):
-    """Core k's MESI state of addr's line from its private levels' flags ('I': none)."""
-    S = m.core_state(k)
-    flags = [cm.flags(S, b) for lvl in (0, 1) if (b := cm.lookup(S, lvl, addr >> 6)) >= 0]
-    if not flags:
-        return "I"
-    f = 0
-    for x in flags:
-        f |= x
-    return "S" if f & cm.F_SHARED else "M" if f & cm.F_DIRTY else "E"
 
 
 def in_llc(m, k, addr):
