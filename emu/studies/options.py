@@ -258,9 +258,12 @@ def quiet_option(parser):
 
 
 def table(header, rows):
+    """Columns of text: numbers right-aligned, the first and the last column (names, and
+    lists such as a line's sites) left-aligned."""
     cols = [header] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cols) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+    last = len(header) - 1
+    fmt = lambda r: "  ".join(c.ljust(w) if i in (0, last) else c.rjust(w)
                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
     return "\n".join(fmt(r) for r in cols) + "\n"
 
