@@ -28,13 +28,16 @@ XS; with one core there is none: memmodel.sections.cache directory_ways says why
 
 A set's entries are its lines, oldest first, INVALID after the last (EXACT state: no clock).
 Compiled code cannot return a view it made, so each function makes its own (memmodel.layout
-"Cores").
+"Cores"). `track` is apart (memmodel.jit): its callers, the hierarchy's eviction and
+own_line, which every core's miss path links, keep their code as it was without it.
 """
+from numba import int64
+
 from memmodel import _memside as mside
 from memmodel import cache as cm
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
-from memmodel.jit import compiled, inlined, ix, remainder, view_at
+from memmodel.jit import STATE, apart, compiled, inlined, ix, remainder, view_at
 from memmodel.layout import LV, LV_AT, MH, MT, N_SKL, N_XC, XC, XS, XS_END
 
 N_LV = len(LV)
@@ -106,7 +109,7 @@ def _purge(S, at, ways):
     return n
 
 
-@compiled
+@apart(STATE, int64, int64)
 def track(S, line, t):
     """`line` is not (or no longer) in this core's socket's LLC: if a core of the socket
     holds it privately, it takes (or renews) an entry of its ED set; a full set first drops
