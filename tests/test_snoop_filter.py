@@ -159,3 +159,39 @@ def test_the_directory_is_deterministic(profile):
         seen.append((m.state_hash(), m.stats()["coherence"]))
     assert seen[0] == seen[1]
     assert seen[0][1]["sf_back_invalidations"] == 19 - ED_WAYS
+
+
+def private_only(m, k):
+    """The lines core k holds in its L1D or L2 that its socket's LLC does not hold."""
+    held = {t for level in ("l1d", "l2") for row in m.cache_contents(level, core=k)
+            for t in row}
+    return held - set(sum(m.cache_contents("llc", core=k), []))
+
+
+def test_a_fast_string_copys_lines_stay_within_the_directory():
+    """A 4 KiB rep movsb (past rep_movsb_nrfo_threshold_bytes, 2 KiB: its stores take their
+    lines without the LLC, memmodel._hierarchy own_line) and its 64 source lines, all of one
+    LLC set: with the directory, core 0 never holds more lines out of the LLC than the set's
+    12 ways, and some entries were evicted; one core (no directory modelled) holds more."""
+    m = machine()
+    on_core(m, 0, Program().rep_movsb(line(64), line(0), 4096))
+    assert len(private_only(m, 0)) <= ED_WAYS
+    assert back_invalidations(m) > 0
+    one = machine(cores=1)
+    one.run(Program().rep_movsb(line(64), line(0), 4096))
+    assert len(private_only(one, 0)) > ED_WAYS
+
+
+def test_each_socket_has_its_own_directory():
+    """Two sockets, a core each: core 0 (socket 0) loads lines 0-11, core 1 (socket 1) lines
+    12-23: each socket's LLC (one set of 11 ways) evicts one of its own lines, one entry in
+    each socket's directory: no back-invalidation. On one socket the same 24 lines leave
+    13 lines out of the LLC: one."""
+    two = Machine("skylake-ddr4", dict(NO_PF, **{"cache.llc.size_bytes": 11 * 64}), cores=2,
+                  sockets=2)
+    one = machine()
+    for m in (two, one):
+        on_core(m, 0, loads(range(12)))
+        on_core(m, 1, loads(range(12, 24)))
+    assert back_invalidations(two) == 0 and back_invalidations(one) == 1
+    assert private_only(two, 0) == {line(0) >> 6} and private_only(two, 1) == {line(12) >> 6}
