@@ -62,7 +62,9 @@ from memmodel.sections.cache import counters_at as socket_counters_at
 from memmodel.sections.memory import MemoryLimit, grow
 
 #: stats()["remote"]'s counters (memmodel.layout XC), in order.
-REMOTE_COUNTER_NAMES = tuple(c.name.lower() for c in XC)
+REMOTE_COUNTER_NAMES = tuple(c.name.lower() for c in XC if c.name.startswith("REMOTE_"))
+#: stats()["coherence"]'s counters (memmodel.layout XC, several cores), in order.
+COHERENCE_COUNTER_NAMES = tuple(c.name.lower() for c in XC if not c.name.startswith("REMOTE_"))
 
 #: Seconds the first run in this process spent compiling (or loading) the core.
 COMPILE_SECONDS = {}
@@ -629,7 +631,9 @@ class Machine:
         a dict with to_frame(). With several cores the levels' and sites' counters are the
         cores' sums, and "cores" holds each core's levels and sites; with several sockets
         "remote" holds the misses the other socket's caches served (remote_hitm,
-        remote_hits), summed, and each core's entry of "cores" its own."""
+        remote_hits), summed, and each core's entry of "cores" its own; with several cores
+        "coherence" holds the snoop filter's back-invalidations (sf_back_invalidations,
+        memmodel._snoopfilter), summed, and each core's entry its own."""
         view = lambda name: self.layout.view(self.S, name)  # noqa: E731
         per_core = [self._core_counters(self.core_state(k)) for k in range(self.cores)]
         levels, sites = per_core[0] if self.cores == 1 else (
@@ -644,11 +648,15 @@ class Machine:
                     levels=levels, media=media, regions=regions, sites=sites)
         if self.cores > 1:
             out["cores"] = [{"levels": lv, "sites": s} for lv, s in per_core]
-        if self.layout.sockets > 1:   # each core's misses the other socket served
             sk = self.layout.view(self.S, "socket")
-            for k, c in enumerate(out["cores"]):
-                at = socket_counters_at(self.layout, k)
-                c["remote"] = dict(zip(REMOTE_COUNTER_NAMES, map(int, sk[at:at + len(XC)])))
+            xc = [dict(zip((c.name.lower() for c in XC), map(int, sk[at:at + len(XC)])))
+                  for at in (socket_counters_at(self.layout, k) for k in range(self.cores))]
+            for c, x in zip(out["cores"], xc):   # the snoop filter's back-invalidations
+                c["coherence"] = {n: x[n] for n in COHERENCE_COUNTER_NAMES}
+            out["coherence"] = {n: sum(x[n] for x in xc) for n in COHERENCE_COUNTER_NAMES}
+        if self.layout.sockets > 1:   # each core's misses the other socket served
+            for c, x in zip(out["cores"], xc):
+                c["remote"] = {n: x[n] for n in REMOTE_COUNTER_NAMES}
             out["remote"] = {n: sum(c["remote"][n] for c in out["cores"])
                              for n in REMOTE_COUNTER_NAMES}
         return out

@@ -9,10 +9,13 @@ one sharer that forwards a clean shared line; here a shared line another core mu
 (the last level does not hold it) costs a clean transfer whichever sharer sends it, so F
 needs no state of its own; across sockets the same holds (a clean line the requester's
 socket lacks costs one remote clean transfer, from whichever core or LLC of the other socket
-holds it). The directory is exact: a core that misses its private levels looks the line up
-in every other core's (what the snoop filter's core-valid bits say on Skylake-SP; its
-capacity and its own back-invalidations are not modelled), and in the other socket's last
-level.
+holds it). The look-up is exact: a core that misses its private levels looks the line up
+in every other core's (what the snoop filter's core-valid bits say on Skylake-SP), and in
+the other socket's last level. The snoop filter's capacity is modelled apart: an inclusive
+last level's evictions drop its socket's copies (memmodel._hierarchy); a non-inclusive
+one's extended directory (a profile's cache.llc.directory_ways) evicts, when a set is full,
+an entry for a line no LLC of the socket holds, and with it that line's private copies on
+the socket (memmodel._snoopfilter); without directory_ways, the directory is unbounded.
 
 - A read that finds the line Modified in another core: a HITM transfer (MT.PEER cycles;
   from the other socket, a core's copy or its LLC's dirty line: XS.REMOTE_HITM); that copy

@@ -15,12 +15,13 @@ from memmodel import _coherence as coh
 from memmodel import _hotlines as hot
 from memmodel import _l1 as l1
 from memmodel import _memside as mside
+from memmodel import _snoopfilter as sf
 from memmodel import cache as cm
 from memmodel import memory as mm
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
 from memmodel.jit import STATE, apart, compiled, inlined, ix
-from memmodel.layout import MH, MS, MT
+from memmodel.layout import MH, MS, MT, SF_DIRECTORY
 from memmodel.prefetch import PF_NONE, PREFETCHER_IDS, bit
 from memmodel.prefetch import _dispatch as prefetchers
 
@@ -44,12 +45,17 @@ def _back_invalidate(S, line):
 
 @compiled
 def _evicted(S, lvl, vline, vdirty, t):
-    """Handle the victim of a fill at `lvl`: back-invalidation, then a dirty victim is
-    written into the level below (installed there if absent, cascading) or to memory."""
+    """Handle the victim of a fill at `lvl`: back-invalidation (an inclusive LLC's; a
+    non-inclusive one's victim tracked by the snoop filter, memmodel._snoopfilter), then a
+    dirty victim is written into the level below (installed there if absent, cascading) or
+    to memory."""
     nlev = S[MT.LEVELS]
     while vline != cm.INVALID:
         if lvl == nlev - 1 and S[MT.INCLUSIVE]:
-            vdirty |= _back_invalidate(S, vline)
+            if S[MT.INCLUSIVE] == SF_DIRECTORY:   # the cores' copies stay: tracked in the
+                sf.track(S, vline, t)            # snoop filter's extended directory
+            else:
+                vdirty |= _back_invalidate(S, vline)
         if not vdirty:
             return
         lvl += 1
@@ -72,7 +78,8 @@ def _evicted(S, lvl, vline, vdirty, t):
 @inlined
 def install(S, lvl, i0, line, ready, flg):
     b, vline, vdirty = cm.fill(S, lvl, i0, line, ready, flg)
-    # a clean victim has nothing to do below, unless an inclusive LLC evicted it
+    # a clean victim has nothing to do below, unless an inclusive LLC (or one whose snoop
+    # filter is modelled: MT.INCLUSIVE SF_DIRECTORY) evicted it
     if vline != cm.INVALID and (vdirty or (lvl == S[MT.LEVELS] - 1 and S[MT.INCLUSIVE])):
         _evicted(S, lvl, vline, vdirty, ready)
     return b
@@ -369,7 +376,8 @@ def own_line(S, line, t):
     # a miss that reads nothing: no time pending; the other cores' copies are dropped (the
     # whole line is written)
     found, remote = coh.NONE, 0
-    if S[MT.CORES] > 1:
+    cores = S[MT.CORES] > 1
+    if cores:
         found, _, remote = coh.snoop(S, line, True)
         if remote and found != coh.NONE:
             coh.count_remote(S, found)
@@ -379,6 +387,8 @@ def own_line(S, line, t):
         if j >= 0:
             cm.invalidate(S, lvl, j)
     install(S, 0, i0, line, t, cm.F_DIRTY)
+    if cores and S[MT.INCLUSIVE] == SF_DIRECTORY:   # held here and not in the LLC
+        sf.track(S, line, t)
 
 
 @compiled

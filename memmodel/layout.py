@@ -135,15 +135,22 @@ MH = fields("MH", "TAGS REPL READY FLAGS CCNT MP MCNT CHAN MGLOB REG CHUNK_DIR A
 SK = fields("SK", "RNG STAMP EMPTY MEM_STAMP")
 # with several cores the socket section goes on (memmodel._coherence): the sockets, the
 # cycles of a transfer from the other socket's caches (a modified line's, a clean one's),
-# then for each socket after the first its shared level's RNG STAMP EMPTY (N_SKL words, as
-# SK's first), then for each core its counts of misses served from the other socket (XC:
-# modified there, clean there). Not there with one core: its state is as before sockets.
-XS = fields("XS", "SOCKETS REMOTE_HITM REMOTE_HIT", start=len(SK))
+# the snoop filter's extended directory's ways (0: none modelled) and where in the section
+# its entries start (memmodel._snoopfilter), then for each socket after the first its
+# shared level's RNG STAMP EMPTY (N_SKL words, as SK's first), then for each core its
+# counts of misses served from the other socket (XC: modified there, clean there) and of
+# its extended directory's evictions that back-invalidated private copies, then each
+# socket's extended directory (the shared level's sets x SF_WAYS lines). Not there with
+# one core: its state is as before sockets.
+XS = fields("XS", "SOCKETS REMOTE_HITM REMOTE_HIT SF_WAYS SF_AT", start=len(SK))
 N_SKL = 3
-XC = fields("XC", "REMOTE_HITM REMOTE_HITS")
+XC = fields("XC", "REMOTE_HITM REMOTE_HITS SF_BACK_INVALIDATIONS")
 XS_END, N_XC = len(SK) + len(XS), len(XC)   # for compiled code, which has no len() of an enum
+SF_DIRECTORY = 2   # mt's INCLUSIVE for a non-inclusive last level with a modelled directory
 # mt: the memory side's machine switches, set once from the profile (memmodel.tables):
-# cache levels, whether the last is inclusive, a cache-to-cache transfer in cycles, the
+# cache levels, whether the last is inclusive (INCLUSIVE: 1; SF_DIRECTORY: non-inclusive, with
+# the snoop filter's extended directory of memmodel._snoopfilter, several cores; 0: neither),
+# a cache-to-cache transfer in cycles, the
 # core's NUMA node, functional memory, the L1's and the L2's prefetchers (a mask each,
 # memmodel.prefetch) and the stream
 # prefetcher's reach, the numbers of line fill buffers, L2 miss entries (0: no L2) and

@@ -95,8 +95,13 @@ _CACHE = {
 # clean); optional, needed by Machine(sockets=2) only
 _LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS),
               "peer_hit_ns": (_NUM, True, *_NS), "remote_hitm_ns": (_NUM, True, *_NS),
-              "remote_hit_ns": (_NUM, True, *_NS)}
+              "remote_hit_ns": (_NUM, True, *_NS),
+              # the snoop filter's extended directory (memmodel._snoopfilter): its ways a
+              # set, the sets the level's; optional (none: the directory is exact), and only
+              # for a non-inclusive level (an inclusive one is its own snoop filter)
+              "directory_ways": (_INT, True, 1, 64)}
 LLC_REMOTE_KEYS = ("remote_hitm_ns", "remote_hit_ns")
+LLC_OPTIONAL_KEYS = LLC_REMOTE_KEYS + ("directory_ways",)
 # the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
 # entry count that sizes a state section, scanned per L2 miss
 _L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
@@ -475,8 +480,12 @@ def _validate(raw, fname):
         schema = dict(_CACHE, **(_LLC_EXTRA if n == names[-1] else {}),
                       **(_L2_EXTRA if n == CACHE_LEVELS[1] else {}))
         lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers,
-                           optional=LLC_REMOTE_KEYS)
+                           optional=LLC_OPTIONAL_KEYS)
         where = f"{fname}: cache.{n}"
+        if lvl.get("inclusive") and "directory_ways" in lvl:
+            raise ProfileError(f"{where}.directory_ways: an inclusive level's tags are its snoop "
+                               "filter (its evictions drop the cores' copies): no directory of "
+                               "its own; directory_ways is for a non-inclusive level")
         sets, rem = divmod(lvl["size_bytes"], 64 * lvl["ways"])
         if rem or sets < 1:
             raise ProfileError(f"{where}.size_bytes: {lvl['size_bytes']} is not a whole number of "

@@ -8,10 +8,12 @@ import numpy as np
 
 from memmodel._persist import N_PE, N_PQ, PQ_ENTRIES
 from memmodel._wc import N_WC, WC
-from memmodel.layout import COUNTER, EXACT, MH, MS, MS_ROLES, MT, PRIVATE, SHARED, XS, clock, ring
+from memmodel.layout import (COUNTER, EXACT, MH, MS, MS_ROLES, MT, PRIVATE, SF_DIRECTORY, SHARED,
+                             XS, clock, ring)
 from memmodel.memory import N_RCOUNT, RESERVED_FRAMES, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
 from memmodel.profile import CACHE_LEVELS
+from memmodel.sections.cache import directory_ways
 
 MAX_WC_BUFFERS = 64   # a WC buffer's byte mask is one int64
 
@@ -51,7 +53,8 @@ def init_sections(layout, S, values, functional, node):
         if lvl["prefetcher"]:
             raise ValueError("prefetchers are modelled at l1d and l2 only")
     mt = {
-        MT.LEVELS: len(levels), MT.INCLUSIVE: 1 if levels[-1].get("inclusive") else 0,
+        MT.LEVELS: len(levels), MT.INCLUSIVE: 1 if levels[-1].get("inclusive") else (
+            SF_DIRECTORY if directory_ways(layout, levels) else 0),
         MT.PEER: int(round(levels[-1]["peer_hitm_ns"] * core["freq_ghz"])), MT.NODE: node,
         MT.PEER_HIT: int(round(levels[-1]["peer_hit_ns"] * core["freq_ghz"])),
         MT.CORES: layout.cores, MT.CORE_WORDS: layout.fixed_words,

@@ -65,6 +65,9 @@ def code_pairs():
         s = m.stats()
         out |= {("remote", k) for k in s["remote"]}
         assert all(set(c["remote"]) == set(s["remote"]) for c in s["cores"])
+        # and of several cores: the snoop filter's (memmodel._snoopfilter)
+        out |= {("coherence", k) for k in s["coherence"]}
+        assert all(set(c["coherence"]) == set(s["coherence"]) for c in s["cores"])
     return out
 
 

@@ -29,12 +29,34 @@ def _lv_roles(layout, S):
         for lvl, r in enumerate(rows) if lvl != _shared_level(layout)]
 
 
-def socket_words(layout):
+def socket_words(layout, levels=()):
     """The socket section's words: SK, and with several cores XS, the other sockets' shared
-    level words and the cores' counters (memmodel.layout XS)."""
+    level words, the cores' counters and each socket's extended directory (memmodel.layout
+    XS)."""
     if layout.cores == 1:
         return len(SK)
+    return directory_at(layout) + layout.sockets * directory_words(layout, levels)
+
+
+def directory_at(layout):
+    """The offset in the socket section of socket 0's extended directory (several cores)."""
     return len(SK) + len(XS) + N_SKL * (layout.sockets - 1) + len(XC) * layout.cores
+
+
+def directory_ways(layout, levels):
+    """The ways of each set of the snoop filter's extended directory (memmodel._snoopfilter):
+    the last level's `directory_ways`, with several cores, a non-inclusive last level shared
+    below a private one; else 0, none modelled."""
+    if layout.cores == 1 or len(levels) < 2 or levels[-1].get("inclusive"):
+        return 0
+    return int(levels[-1].get("directory_ways", 0))
+
+
+def directory_words(layout, levels):
+    """One socket's extended directory's words: a line (or INVALID) a way of each of the
+    last level's sets."""
+    ways = directory_ways(layout, levels)
+    return ways and levels[-1]["size_bytes"] // (64 * levels[-1]["ways"]) * ways
 
 
 def level_words_at(layout, socket):
@@ -92,7 +114,9 @@ def add_sections(layout, levels):
                    shared_words=_shared_blocks(levels))
     layout.add("ccnt", (len(levels), N_COUNTERS), COUNTER, share=PRIVATE)   # by the core counting
     # the socket's changing words: the shared level's and the memory side's (memmodel.layout)
-    layout.add("socket", socket_words(layout), _socket_roles, share=SHARED, signature=True)
+    # (the extended directories, EXACT, are left out of fast-forward's signature: large)
+    layout.add("socket", socket_words(layout, levels), _socket_roles, share=SHARED,
+               signature=True if layout.cores == 1 else np.arange(directory_at(layout)))
 
 
 def _shared_blocks(levels):
@@ -127,6 +151,10 @@ def init_sections(layout, S, levels, seed=0):
                 first_order(lvl["ways"])
         base += sets * lvl["ways"]
     layout.view(S, "tags")[:] = INVALID
+    if layout.cores > 1:   # the extended directories: empty (memmodel._snoopfilter)
+        sk = layout.view(S, "socket")
+        sk[XS.SF_WAYS], sk[XS.SF_AT] = directory_ways(layout, levels), directory_at(layout)
+        sk[directory_at(layout):] = INVALID
 
 
 def _use_at(layout, S, shared, i):
