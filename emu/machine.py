@@ -54,8 +54,9 @@ from memmodel._persist import PQ_ENTRIES
 from memmodel.build import build as build_memory_side
 from memmodel.build import spread
 from memmodel.layout import MS, MT, XC, Layout
-from memmodel.profile import LLC_REMOTE_KEYS, check_regions, load_profile
+from memmodel.profile import check_regions, load_profile
 from memmodel.profile import sockets as profile_sockets
+from memmodel.profile_schema import LLC_REMOTE_KEYS
 from memmodel.sections import hotlines as hot
 from memmodel.sections.cache import contents, lines_with_flag
 from memmodel.sections.cache import counters_at as socket_counters_at

@@ -118,7 +118,7 @@ class Block:
 # for the level the cores share, the socket section's (SK), whose first words mirror them.
 LV = fields("LV", "SETS MASK WAYS BASE HIT POLICY USE RNG STAMP EMPTY INV")
 MEMO = fields("MEMO", "LINE SET BLOCK REGION")
-LV_ROWS = 3   # at most three cache levels (memmodel.profile.CACHE_LEVELS)
+LV_ROWS = 3   # at most three cache levels (memmodel.profile_schema.CACHE_LEVELS)
 
 # memmodel's sections of variable size: cache blocks and counters (memmodel.cache), media
 # parameters, counters, channels and globals (memmodel.media), regions, the chunk directory and

@@ -18,177 +18,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from memmodel.media import KIND_IDS, PERSISTENCE, kind_keys
-from memmodel.policies import POLICY_IDS
-from memmodel.prefetch import PREFETCHER_IDS
-
-CACHE_LEVELS = ("l1d", "l2", "llc")
-PRIVILEGE = ("user", "supervisor")
-CPU_FEATURES = ("erms", "fsrm", "clflushopt", "clwb", "avx2", "avx512f", "smap")
+from memmodel import profile_schema as schema
+from memmodel.media import kind_keys
 
 
 class ProfileError(ValueError):
     """A profile that cannot be used; the message names file, key and problem."""
-
-
-# The schema, one table per section: numbers are (type, sourced, minimum, maximum), other
-# values (type, sourced, allowed names or None); sourced numbers need value + source or
-# assumption. The media kinds' own keys (each kind module's PROFILE_KEYS, memmodel.media.KINDS)
-# and the studies' declared costs (emu.studies.costs) are specs of the same form, with the
-# types spelt as these strings. Every number has a finite range: the maxima are
-# generous for real hardware and keep what is derived from a value (cycles, FP occupancies,
-# the sizes of the state buffer's sections) well inside int64 and of bounded size.
-_NUM = "num"
-_INT = "int"
-_STR = "str"
-_BOOL = "bool"
-_LIST = "list"   # of strings from an allowed set
-_NAMES = "names"  # one name, "none", "a,b" or a list of names: a tuple of names ("none": ())
-
-# Times: at most 1e6 ns or 1e6 cycles per event, at up to 10 GHz: a latency is at most 1e7
-# cycles. Bandwidths from 1 MB/s to 10 TB/s: a channel occupancy in FP units (memmodel.media
-# occ_fp) is then 1 to ~1e12 per access. The FP clocks count cycles x 1024, so a run can
-# emulate 2**63 / 1024 cycles (ten days at 10 GHz) whatever the values.
-_NS = (0, 10**6)
-_CYCLES = (0, 10**6)
-_GBPS = (0.001, 10**4)
-
-# Entry counts size state sections (two ROB arrays, the store buffer, the line fill buffers)
-# and are scanned per access; real cores have a few hundred ROB entries and ~10-16 LFBs.
-_CORE = {
-    "freq_ghz": (_NUM, True, 0.1, 10),
-    "rob_entries": (_INT, True, 1, 4096),
-    "store_buffer_entries": (_INT, True, 1, 4096),
-    "load_buffer_entries": (_INT, True, 1, 4096),
-    "lfb_entries": (_INT, True, 1, 256),
-    "wc_buffers": (_INT, True, 1, 64),   # memmodel.tables.MAX_WC_BUFFERS
-    "uops_per_cycle": (_INT, True, 1, 64),
-    "retire_uops_per_cycle": (_INT, True, 1, 64),
-    "store_commit_cycles": (_INT, True, 1, _CYCLES[1]),
-    # younger stores whose RFO goes out before an older flush's write-back (0: none ahead)
-    "rfo_ahead_stores": (_INT, True, 0, 4096),
-    # the branch predictor of branches with an ip (emu._speculation): 2-bit counters, a
-    # state section scanned never (one indexed per branch); history bits 0: per site only
-    "branch_predictor_entries": (_INT, True, 1, 1 << 16),
-    "branch_history_bits": (_INT, True, 0, 16),
-    "branch_counter_init": (_INT, True, 0, 3),
-    # CPUID features that pick code paths (PMDK's flush/memcpy choice, rep movsb, SMAP)
-    "cpu_features": (_LIST, False, CPU_FEATURES),
-    # the cores a socket has, each a copy of the core's state (Machine(cores=N) up to it);
-    # optional: a profile without it has one core
-    "cores_per_socket": (_INT, True, 1, 1024),
-    # the sockets the machine has (Machine(sockets=S) up to it), each with its cores and
-    # its LLC; optional: a profile without it has one. The one home of a machine's socket
-    # count (sockets() below)
-    "sockets": (_INT, True, 1, 8),
-}
-# A level of 1 GiB (more than any LLC a core sees) is 16 Mi blocks, 512 MiB of the four
-# per-block sections of memmodel.cache; a set is scanned way by way.
-_CACHE = {
-    "size_bytes": (_INT, True, 64, 1 << 30),
-    "ways": (_INT, True, 1, 1024),
-    "hit_cycles": (_INT, True, 1, _CYCLES[1]),
-    "policy": (_STR, False, POLICY_IDS),
-    "prefetcher": (_NAMES, False, PREFETCHER_IDS),   # the level runs each of them
-}
-# remote_*: a line sent from the other socket's caches (modified there: a remote HITM;
-# clean); optional, needed by Machine(sockets=2) only
-_LLC_EXTRA = {"inclusive": (_BOOL, False, None), "peer_hitm_ns": (_NUM, True, *_NS),
-              "peer_hit_ns": (_NUM, True, *_NS), "remote_hitm_ns": (_NUM, True, *_NS),
-              "remote_hit_ns": (_NUM, True, *_NS),
-              # the snoop filter's extended directory (memmodel._snoopfilter): its ways a
-              # set, the sets the level's; optional (none: the directory is exact), and only
-              # for a non-inclusive level (an inclusive one is its own snoop filter)
-              "directory_ways": (_INT, True, 1, 64)}
-LLC_REMOTE_KEYS = ("remote_hitm_ns", "remote_hit_ns")
-LLC_OPTIONAL_KEYS = LLC_REMOTE_KEYS + ("directory_ways",)
-# the L2's outstanding misses to the uncore, demand and prefetch (Intel's superqueue): an
-# entry count that sizes a state section, scanned per L2 miss
-_L2_EXTRA = {"mshr_entries": (_INT, True, 1, 256)}
-_INSTR = {
-    "lfence_cycles": (_INT, True, *_CYCLES),
-    # from a draining LFENCE's end to a younger op's execution: the younger uops issue only
-    # once it has retired, then go through allocation and the scheduler
-    "lfence_refill_cycles": (_INT, True, *_CYCLES),
-    "sfence_cycles": (_INT, True, *_CYCLES),
-    "mfence_cycles": (_INT, True, *_CYCLES),
-    "clflush_cycles": (_INT, True, *_CYCLES),
-    "clflushopt_cycles": (_INT, True, *_CYCLES),
-    "clwb_cycles": (_INT, True, *_CYCLES),
-    "stac_cycles": (_INT, True, *_CYCLES),
-    "clac_cycles": (_INT, True, *_CYCLES),
-    "movnt_cycles": (_INT, True, *_CYCLES),
-    "rep_movsb_startup_cycles": (_INT, True, *_CYCLES),
-    "rep_movsb_bytes_per_cycle": (_NUM, True, 1, 1024),
-    "rep_movsb_nrfo_threshold_bytes": (_INT, True, 0, 1 << 30),
-    "branch_mispredict_cycles": (_INT, True, *_CYCLES),
-    "branch_resolve_cycles": (_INT, True, *_CYCLES),
-    "index_mask_cycles": (_INT, True, *_CYCLES),
-    "div64_cycles": (_INT, True, *_CYCLES),
-    "fault_fixup_cycles": (_INT, True, *_CYCLES),
-    "machine_check_cycles": (_INT, True, *_CYCLES),
-    "lock_rmw_cycles": (_INT, True, *_CYCLES),
-    "pause_cycles": (_INT, True, *_CYCLES),   # a spin-wait's PAUSE (a WAIT's failed check)
-    # spin_lock_irqsave / spin_unlock_irqrestore (v6.4): PUSHF; POP, CLI; STI, no POPF
-    "pushf_pop_cycles": (_INT, True, *_CYCLES),
-    "cli_cycles": (_INT, True, *_CYCLES),
-    "sti_cycles": (_INT, True, *_CYCLES),
-    "stac_clac_serialize": (_INT, True, 0, 1),   # 1: STAC/CLAC wait like LFENCE
-}
-# The stream prefetcher stays within a 4 KiB page (64 lines) and scans its table per miss;
-# so does the IP-stride prefetcher per load it trains on.
-_PREFETCH = {
-    "stream_distance_lines": (_INT, True, 1, 64),
-    "stream_degree_lines": (_INT, True, 1, 64),
-    "stream_entries": (_INT, True, 1, 256),
-    "ip_stride_entries": (_INT, True, 1, 256),
-}
-# remote_latency_ns: what a remote read adds (and a remote NT line's acknowledgement: the
-# same request there and reply back); remote_hold_ns: what a remote line adds to the time a
-# write-combining buffer is held (memmodel._wc)
-_NUMA = {
-    "remote_latency_ns": (_NUM, True, *_NS),
-    "remote_hold_ns": (_NUM, True, *_NS),
-    "remote_bw_gbps": (_NUM, True, *_GBPS),
-}
-# Each channel is a row of the chan section with a slot per WPQ entry (and its kind's own
-# state: memmodel.media's ROW).
-_MEDIA = {
-    "kind": (_STR, False, KIND_IDS),
-    "read_latency_ns": (_NUM, True, *_NS),
-    "write_accept_ns": (_NUM, True, *_NS),
-    # a WC buffer's line: how long the buffer is held, when SFENCE learns it was taken
-    # (memmodel._wc)
-    "wc_hold_ns": (_NUM, True, *_NS),
-    "wc_ack_ns": (_NUM, True, *_NS),
-    "read_bw_gbps": (_NUM, True, *_GBPS),
-    "write_bw_gbps": (_NUM, True, *_GBPS),
-    "channels": (_INT, True, 1, 64),
-    "interleave_bytes": (_INT, True, 64, 1 << 30),
-    "wpq_entries": (_INT, True, 1, 4096),
-    "persistence": (_STR, False, PERSISTENCE),
-    "reads_wait_for_writes": (_BOOL, False, None),
-}
-# [software]: work the emulator does not model, declared per operation (docs/design.md
-# "Honesty rules"), which the studies emit as WORK ops, the same for every variant. The keys
-# are the studies' (each scenario declares those it reads: emu.studies.costs, which checks
-# them); here only the table's shape: each entry a sourced number of ns.
-SOFTWARE_VALUE = (_NUM, True, *_NS)
-# Regions lie in the physical address space (isa.ops.PHYS_LIMIT, whose package loads numba:
-# tests/test_bad_values.py checks the two agree). Functional memory has a directory entry
-# per 2 MiB of every region (memmodel.memory): MAPPED_BYTES in all (64 TiB, more than any
-# one machine's memory) is 32 Mi entries, 256 MiB. Nodes: Linux's MAX_NUMNODES is 1024.
-PHYS_LIMIT = 1 << 52
-MAPPED_BYTES = 1 << 46
-_REGION = {
-    "name": (_STR, False, None),
-    "base": (_INT, False, 0, PHYS_LIMIT - 4096),
-    "size_bytes": (_INT, False, 4096, MAPPED_BYTES),
-    "media": (_STR, False, None),
-    "node": (_INT, False, 0, 1023),
-    "privilege": (_STR, False, PRIVILEGE),
-}
-_TOP = ("profile", "core", "cache", "instr", "prefetch", "numa", "software", "media", "region")
 
 
 @dataclass
@@ -370,21 +205,21 @@ def _check_value(where, key, spec, raw, sources, transfers):
         val = raw["value"]
     else:
         val = raw
-    if kind in (_INT, _NUM):
+    if kind in (schema.INT, schema.NUM):
         return check_number(f"{where}.{key}", kind, val, *limit)
     (allowed,) = limit
-    if kind == _BOOL:
+    if kind == schema.BOOL:
         if not isinstance(val, bool):
             raise ProfileError(f"{where}.{key}: must be true or false, got {val!r}")
-    elif kind == _LIST:
+    elif kind == schema.LIST:
         if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
             raise ProfileError(f"{where}.{key}: must be a list of strings, got {val!r}")
         bad = [x for x in val if x not in allowed]
         if bad:
             raise ProfileError(f"{where}.{key}: unknown {bad}; known: {', '.join(allowed)}")
-    elif kind == _NAMES:
+    elif kind == schema.NAMES:
         return _names(f"{where}.{key}", val, allowed)
-    elif kind == _STR:
+    elif kind == schema.STR:
         if not isinstance(val, str):
             raise ProfileError(f"{where}.{key}: must be a string, got {val!r}")
         if allowed is not None and val not in allowed:
@@ -395,8 +230,9 @@ def _check_value(where, key, spec, raw, sources, transfers):
 
 
 def _names(what, val, allowed):
-    """A _NAMES value as a tuple of distinct names from `allowed`: a string is one name or
-    comma-separated names (as --set gives it), "none" (alone) is no name."""
+    """A NAMES value (memmodel.profile_schema) as a tuple of distinct names from `allowed`: a
+    string is one name or comma-separated names (as --set gives it), "none" (alone) is no
+    name."""
     names = val.split(",") if isinstance(val, str) else val
     if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
         raise ProfileError(f"{what}: must be a name, names separated by commas or a list of "
@@ -417,8 +253,8 @@ def _names(what, val, allowed):
 def check_number(what, kind, val, lo, hi):
     """`val` as the schema's int or float in [lo, hi]; the error names `what`, the value and
     the range. Bools are not numbers here; nan and the infinities are never in range."""
-    if isinstance(val, bool) or not isinstance(val, int if kind == _INT else (int, float)):
-        problem = "an integer" if kind == _INT else "a number"
+    if isinstance(val, bool) or not isinstance(val, int if kind == schema.INT else (int, float)):
+        problem = "an integer" if kind == schema.INT else "a number"
     elif isinstance(val, float) and not math.isfinite(val):
         problem = "finite"
     elif val < lo:
@@ -426,23 +262,24 @@ def check_number(what, kind, val, lo, hi):
     elif val > hi:
         problem = f"<= {hi}"
     else:
-        return float(val) if kind == _NUM else val
+        return float(val) if kind == schema.NUM else val
     # an int of thousands of digits has no repr (sys.set_int_max_str_digits)
     shown = (f"an integer of {val.bit_length()} bits" if isinstance(val, int) and
              val.bit_length() > 64 else repr(val))
     raise ProfileError(f"{what}: must be {problem}, got {shown} (range [{lo}, {hi}])")
 
 
-def _check_table(where, table, schema, sources, transfers=None, optional=()):
-    """`table` checked against `schema`; provenance goes to `sources` and `transfers` (keyed
-    by where.key); regions, which have none, pass no `transfers`."""
+def _check_table(where, table, specs, sources, transfers=None, optional=()):
+    """`table` checked against `specs` (a table of memmodel.profile_schema); provenance goes to
+    `sources` and `transfers` (keyed by where.key); regions, which have none, pass no
+    `transfers`."""
     if not isinstance(table, dict):
         raise ProfileError(f"{where}: must be a table")
-    unknown = sorted(set(table) - set(schema))
+    unknown = sorted(set(table) - set(specs))
     if unknown:
-        raise ProfileError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(schema)})")
+        raise ProfileError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(specs)})")
     out = {}
-    for key, spec in schema.items():
+    for key, spec in specs.items():
         if key not in table:
             if key in optional:
                 continue
@@ -455,7 +292,7 @@ def _check_table(where, table, schema, sources, transfers=None, optional=()):
 def _validate(raw, fname):
     """(values, sources, transfers) of raw TOML data: sources and transfers by dotted key."""
     sources, transfers = {}, {}
-    unknown = set(raw) - set(_TOP)
+    unknown = set(raw) - set(schema.TOP)
     if unknown:
         raise ProfileError(f"{fname}: unknown section(s) {', '.join(sorted(unknown))}")
     head = _head(raw, fname)
@@ -464,23 +301,25 @@ def _validate(raw, fname):
     if not isinstance(head.get("description"), str):
         raise ProfileError(f"{fname}: profile.description: missing (one line saying what machine this is)")
     v = {"profile": {"description": head["description"]}}
-    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), _CORE, sources, transfers,
+    v["core"] = _check_table(f"{fname}: core", raw.get("core", {}), schema.CORE, sources, transfers,
                              optional=("cores_per_socket", "sockets"))
     caches = raw.get("cache", {})
     if not isinstance(caches, dict) or not caches:
         raise ProfileError(f"{fname}: cache: needs at least [cache.l1d]")
-    unknown = set(caches) - set(CACHE_LEVELS)
+    unknown = set(caches) - set(schema.CACHE_LEVELS)
     if unknown:
-        raise ProfileError(f"{fname}: cache: unknown level(s) {sorted(unknown)}; levels are {CACHE_LEVELS}")
-    names = [n for n in CACHE_LEVELS if n in caches]
-    if names != list(CACHE_LEVELS[:len(names)]):
-        raise ProfileError(f"{fname}: cache: levels must be a prefix of {CACHE_LEVELS}, got {names}")
+        raise ProfileError(f"{fname}: cache: unknown level(s) {sorted(unknown)}; levels are "
+                           f"{schema.CACHE_LEVELS}")
+    names = [n for n in schema.CACHE_LEVELS if n in caches]
+    if names != list(schema.CACHE_LEVELS[:len(names)]):
+        raise ProfileError(f"{fname}: cache: levels must be a prefix of {schema.CACHE_LEVELS}, "
+                           f"got {names}")
     v["cache"] = {}
     for n in names:
-        schema = dict(_CACHE, **(_LLC_EXTRA if n == names[-1] else {}),
-                      **(_L2_EXTRA if n == CACHE_LEVELS[1] else {}))
-        lvl = _check_table(f"{fname}: cache.{n}", caches[n], schema, sources, transfers,
-                           optional=LLC_OPTIONAL_KEYS)
+        specs = dict(schema.CACHE, **(schema.LLC_EXTRA if n == names[-1] else {}),
+                      **(schema.L2_EXTRA if n == schema.CACHE_LEVELS[1] else {}))
+        lvl = _check_table(f"{fname}: cache.{n}", caches[n], specs, sources, transfers,
+                           optional=schema.LLC_OPTIONAL_KEYS)
         where = f"{fname}: cache.{n}"
         if lvl.get("inclusive") and "directory_ways" in lvl:
             raise ProfileError(f"{where}.directory_ways: an inclusive level's tags are its snoop "
@@ -492,30 +331,31 @@ def _validate(raw, fname):
                                f"sets of {lvl['ways']} ways x 64 B")
         if lvl["policy"] == "plru" and lvl["ways"] & (lvl["ways"] - 1):
             raise ProfileError(f"{where}.policy: plru needs a power-of-two number of ways, got {lvl['ways']}")
-        if n not in CACHE_LEVELS[:2] and lvl["prefetcher"]:
+        if n not in schema.CACHE_LEVELS[:2] and lvl["prefetcher"]:
             raise ProfileError(f"{where}.prefetcher: prefetchers are modelled at l1d and l2 "
                                f"only, got {', '.join(lvl['prefetcher'])!r}")
         if {"stream", "streamer"} <= set(lvl["prefetcher"]):
             raise ProfileError(f"{where}.prefetcher: stream and streamer share one table "
                                "(stream is the streamer without descending streams): one of them")
         v["cache"][n] = lvl
-    v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), _INSTR, sources, transfers)
-    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}), _PREFETCH, sources,
-                                 transfers)
-    v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), _NUMA, sources, transfers)
+    v["instr"] = _check_table(f"{fname}: instr", raw.get("instr", {}), schema.INSTR, sources,
+                              transfers)
+    v["prefetch"] = _check_table(f"{fname}: prefetch", raw.get("prefetch", {}),
+                                 schema.PREFETCH, sources, transfers)
+    v["numa"] = _check_table(f"{fname}: numa", raw.get("numa", {}), schema.NUMA, sources, transfers)
     software = raw.get("software", {})
     if not isinstance(software, dict):
         raise ProfileError(f"{fname}: software: must be a table")
     v["software"] = _check_table(f"{fname}: software", software,
-                                 dict.fromkeys(software, SOFTWARE_VALUE), sources, transfers)
+                                 dict.fromkeys(software, schema.SOFTWARE_VALUE), sources, transfers)
     media = raw.get("media", {})
     if not isinstance(media, dict) or not media:
         raise ProfileError(f"{fname}: media: needs at least one [media.NAME]")
     v["media"] = {}
     for name, m in media.items():
         kind = m.get("kind") if isinstance(m, dict) else None
-        schema = dict(_MEDIA, **kind_keys(kind))
-        mv = _check_table(f"{fname}: media.{name}", m, schema, sources, transfers)
+        specs = dict(schema.MEDIA, **kind_keys(kind))
+        mv = _check_table(f"{fname}: media.{name}", m, specs, sources, transfers)
         for key in mv:   # media move whole lines: a size in bytes is a multiple of 64
             if key.endswith("_bytes") and mv[key] % 64:
                 raise ProfileError(f"{fname}: media.{name}.{key}: must be a multiple of 64")
@@ -528,16 +368,17 @@ def _validate(raw, fname):
 
 def check_regions(regions, media, where):
     """The memory map `regions` (a list of region tables: a profile's [[region]], or
-    Machine(regions=...)) checked against the _REGION schema, with `media` the profile's
-    media names: known keys of the right types, privilege "supervisor" unless given,
-    media of the profile, 4 KiB-aligned base and size, unique names and no overlap.
+    Machine(regions=...)) checked against the region schema (memmodel.profile_schema.REGION),
+    with `media` the profile's media names: known keys of the right types, privilege
+    "supervisor" unless given, media of the profile, 4 KiB-aligned base and size, unique
+    names and no overlap.
     Returns the regions as new dicts; errors name `where`[index].key."""
     if not isinstance(regions, (list, tuple)) or not regions:
         raise ProfileError(f"{where}: needs a list of at least one region")
-    schema = dict(_REGION, media=(_STR, False, tuple(media)))
+    specs = dict(schema.REGION, media=(schema.STR, False, tuple(media)))
     out = []
     for i, r in enumerate(regions):
-        rv = _check_table(f"{where}[{i}]", r, schema, {}, optional=("privilege",))
+        rv = _check_table(f"{where}[{i}]", r, specs, {}, optional=("privilege",))
         rv.setdefault("privilege", "supervisor")
         for key in ("base", "size_bytes"):
             if rv[key] % 4096:
@@ -551,14 +392,14 @@ def check_regions(regions, media, where):
                                f"{where}[{seen[r['name']]}]")
         seen[r["name"]] = i
     for i, r in enumerate(out):
-        if r["base"] + r["size_bytes"] > PHYS_LIMIT:
+        if r["base"] + r["size_bytes"] > schema.PHYS_LIMIT:
             raise ProfileError(f"{where}[{i}] {r['name']!r}: ends at "
                                f"{r['base'] + r['size_bytes']:#x}, beyond the physical address "
-                               f"space [0, {PHYS_LIMIT:#x})")
+                               f"space [0, {schema.PHYS_LIMIT:#x})")
     total = sum(r["size_bytes"] for r in out)
-    if total > MAPPED_BYTES:
+    if total > schema.MAPPED_BYTES:
         raise ProfileError(f"{where}: the regions map {total:#x} bytes, more than the "
-                           f"{MAPPED_BYTES:#x} modelled in all")
+                           f"{schema.MAPPED_BYTES:#x} modelled in all")
     spans = sorted((r["base"], r["base"] + r["size_bytes"], i) for i, r in enumerate(out))
     for (_, e0, i0), (b1, _, i1) in zip(spans, spans[1:]):
         if b1 < e0:

@@ -12,7 +12,7 @@ from memmodel.layout import (COUNTER, EXACT, MH, MS, MS_ROLES, MT, PRIVATE, SF_D
                              XS, clock, ring)
 from memmodel.memory import N_RCOUNT, RESERVED_FRAMES, SNAPSHOTS
 from memmodel.prefetch import PF_NONE, mask
-from memmodel.profile import CACHE_LEVELS
+from memmodel.profile_schema import CACHE_LEVELS
 from memmodel.sections.cache import directory_ways
 
 MAX_WC_BUFFERS = 64   # a WC buffer's byte mask is one int64

@@ -11,7 +11,7 @@ from emu import Machine
 from emu.studies.cli import main
 from isa import Program
 from isa.ops import PHYS_LIMIT
-from memmodel import profile as schema
+from memmodel import profile_schema as schema
 from memmodel.media import KINDS
 from memmodel.profile import ProfileError, check_regions, load_profile
 from memmodel.tables import MAX_WC_BUFFERS
@@ -19,10 +19,10 @@ from memmodel.tables import MAX_WC_BUFFERS
 BASE = "skylake-ddr4"
 OPTANE = "cascadelake-optane"
 SHIPPED = Path(load_profile(BASE).files[-1])
-TABLES = {"core": schema._CORE, "cache": schema._CACHE, "llc": schema._LLC_EXTRA,
-          "l2": schema._L2_EXTRA,
-          "instr": schema._INSTR, "prefetch": schema._PREFETCH, "numa": schema._NUMA,
-          "media": schema._MEDIA, "software": {"any key": schema.SOFTWARE_VALUE}, "region": schema._REGION,
+TABLES = {"core": schema.CORE, "cache": schema.CACHE, "llc": schema.LLC_EXTRA,
+          "l2": schema.L2_EXTRA,
+          "instr": schema.INSTR, "prefetch": schema.PREFETCH, "numa": schema.NUMA,
+          "media": schema.MEDIA, "software": {"any key": schema.SOFTWARE_VALUE}, "region": schema.REGION,
           **{f"media kind {k}": keys for k, (_, keys) in KINDS.items()}}
 
 
@@ -48,7 +48,7 @@ def test_every_number_has_a_finite_range(table):
 def test_bounds_copied_from_numba_modules_agree():
     """profile.py loads without numba, so it repeats these two limits."""
     assert schema.PHYS_LIMIT == PHYS_LIMIT
-    assert schema._CORE["wc_buffers"][3] == MAX_WC_BUFFERS
+    assert schema.CORE["wc_buffers"][3] == MAX_WC_BUFFERS
 
 
 # ---------------------------------------------------------------- values

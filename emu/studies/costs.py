@@ -1,7 +1,7 @@
 """The declared costs (docs/design.md "Honesty rules"): work the emulator does not model,
 declared per operation in a profile's [software] table and emitted by the studies as WORK.
 
-Each scenario declares the keys it reads, as COSTS, {key: spec} in memmodel.profile's spec
+Each scenario declares the keys it reads, as COSTS, {key: spec} in memmodel.profile_schema's spec
 form (type, sourced, minimum, maximum); the fio-like driver declares its own (fio.COSTS), which
 the scenarios that use it take. memmodel checks only the table's shape (each entry a sourced
 number of ns in range) and keeps the values: a bare Machine(profile) takes any [software]
@@ -11,11 +11,12 @@ removed) or a missing one is an error naming it.
 """
 import functools
 
+from memmodel import profile_schema as schema
 from memmodel.profile import ProfileError, check_number
 from memmodel.profile import load_profile as load_model_profile
 
 # a cost of work per operation, in ns, with its source or assumption
-NS = ("num", True, 0, 10**6)
+NS = (schema.NUM, True, *schema.NS_RANGE)
 
 
 @functools.cache

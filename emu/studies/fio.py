@@ -38,7 +38,8 @@ from emu.studies.costs import NS, load_profile
 from emu.studies.options import Option
 from emu.studies.scenarios.common import USER_BYTES
 from isa.program import Program
-from memmodel.profile import MAPPED_BYTES, ProfileError
+from memmodel.profile import ProfileError
+from memmodel.profile_schema import MAPPED_BYTES
 
 RW = ("read", "write")
 _DONE = {"read": "read", "write": "written"}

@@ -50,7 +50,7 @@ from kernels.copy_mc import CopyMc
 from kernels.iov_iter import copied
 from kernels.read_write import ksys_pread64
 from memmodel.profile import sockets as profile_sockets
-from memmodel.profile import MAPPED_BYTES
+from memmodel.profile_schema import MAPPED_BYTES
 
 NAME = "dax-read-copy-mc"
 DEFAULT_PROFILE = "cascadelake-optane"
