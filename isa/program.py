@@ -444,15 +444,13 @@ class Program:
     @contextmanager
     def guarded(self, index, limit, predict_in=None, dependent=False, ip=0):
         """`with p.guarded(i, n): ...` emits a branch whose body is the ops emitted inside."""
-        self.branch(index, limit, 0, predict_in, dependent, ip)
-        at = self._n - 1   # a SITE op may have come before the branch
+        at = self.forward(index, limit, predict_in, dependent, ip)
         self._no_line += 1
         try:
             yield self
         finally:
             self._no_line -= 1
-        self._ops[at, COL_IMM] = self._n - at - 1
-        self._checked = None
+        self.land(at)
 
     def forward(self, index, limit, predict_in=None, dependent=False, ip=0):
         """A branch (as branch()) whose body is not emitted yet: it ends where land() is

@@ -49,7 +49,7 @@ Core j's state is reached from core k's view S as view_at(S, (j - k) * MT.CORE_W
 makes its own); the other socket's last level through the view of its first core, whose
 level table points at that socket's blocks. The sockets and the remote latencies are the
 socket section's words after SK (memmodel.layout XS, there with several cores); with one
-core no function here is called.
+core only back_invalidate is called (an inclusive last level's eviction, its own levels).
 """
 from memmodel import cache as cm
 from memmodel.jit import compiled, inlined, ix, view_at
@@ -64,9 +64,17 @@ TO_SHARED, TO_INVALID, TO_CLEAN = 0, 1, 2
 
 
 @inlined
-def _per_socket(S):
+def per_socket(S):
     """The cores a socket has (the socket section's XS, there with several cores)."""
     return S[MT.CORES] // S[ix(S[MH.SOCKET] + XS.SOCKETS)]
+
+
+@inlined
+def counters_at(S):
+    """The offset in S of this core's XC counters (memmodel.layout XS: after the other
+    sockets' shared level words; several cores)."""
+    return S[MH.SOCKET] + XS_END + N_SKL * (S[ix(S[MH.SOCKET] + XS.SOCKETS)] - 1) \
+        + N_XC * S[MT.CORE]
 
 
 @compiled
@@ -79,7 +87,7 @@ def _visit(S, line, act, everywhere):
     or arrives (0: none held) and 1 if one was dirty."""
     here, there, busy, dirty = NONE, NONE, 0, 0
     me = S[MT.CORE]
-    per = _per_socket(S)
+    per = per_socket(S)
     mine = me // per
     last = S[MT.LEVELS] - 1
     for j in range(S[MT.CORES]):
@@ -147,9 +155,22 @@ def upgrade_cycles(S, remote):
 def count_remote(S, found):
     """This core's count of a miss served from (or invalidating) the other socket: a remote
     HITM if `found` is MODIFIED, else a remote snoop hit (memmodel.layout XC)."""
-    at = S[MH.SOCKET] + XS_END + N_SKL * (S[ix(S[MH.SOCKET] + XS.SOCKETS)] - 1) \
-        + N_XC * S[MT.CORE]
-    S[ix(at + (XC.REMOTE_HITM if found == MODIFIED else XC.REMOTE_HITS))] += 1
+    S[ix(counters_at(S) + (XC.REMOTE_HITM if found == MODIFIED else XC.REMOTE_HITS))] += 1
+
+
+@compiled
+def back_invalidate(S, line):
+    """`line` dropped from the private levels of every core of this core's socket, this
+    core's included (a last level's eviction: an inclusive one's, or its snoop filter's,
+    memmodel._snoopfilter); returns 1 if a copy was dirty. With one core, its own levels."""
+    dirty = 0
+    for lvl in range(S[MT.LEVELS] - 1):
+        b = cm.lookup(S, lvl, line)
+        if b >= 0:
+            dirty |= cm.invalidate(S, lvl, b)
+    if S[MT.CORES] > 1:   # this socket's cores: the other sockets have their own LLC
+        dirty |= drop_others(S, line, False, False)
+    return dirty
 
 
 @inlined

@@ -30,20 +30,6 @@ IP_STRIDE = bit(PREFETCHER_IDS.index("ip_stride"))   # the IP-stride prefetcher'
 
 
 @compiled
-def _back_invalidate(S, line):
-    """An inclusive LLC evicted `line`: drop it above, in every core; returns whether a
-    copy was dirty."""
-    dirty = 0
-    for lvl in range(S[MT.LEVELS] - 1):
-        b = cm.lookup(S, lvl, line)
-        if b >= 0:
-            dirty |= cm.invalidate(S, lvl, b)
-    if S[MT.CORES] > 1:   # this socket's cores: the other sockets have their own LLC
-        dirty |= coh.drop_others(S, line, False, False)
-    return dirty
-
-
-@compiled
 def _evicted(S, lvl, vline, vdirty, t):
     """Handle the victim of a fill at `lvl`: back-invalidation (an inclusive LLC's; a
     non-inclusive one's victim tracked by the snoop filter, memmodel._snoopfilter), then a
@@ -55,7 +41,7 @@ def _evicted(S, lvl, vline, vdirty, t):
             if S[MT.INCLUSIVE] == SF_DIRECTORY:   # the cores' copies stay: tracked in the
                 sf.track(S, vline, t)            # snoop filter's extended directory
             else:
-                vdirty |= _back_invalidate(S, vline)
+                vdirty |= coh.back_invalidate(S, vline)
         if not vdirty:
             return
         lvl += 1

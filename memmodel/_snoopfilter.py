@@ -22,8 +22,8 @@ XS; with one core there is none: memmodel.sections.cache directory_ways says why
 - A full set's oldest entry (the first allocated; an allocation of a line already there
   makes it the newest) is evicted: its line is back-invalidated in every core of the socket,
   the caller's included, a dirty copy's data written to memory, at no cycles to the access
-  that caused it: as an inclusive LLC's back-invalidations (memmodel._hierarchy
-  _back_invalidate), and counted as the calling core's `sf_back_invalidations` (XC), each
+  that caused it: as an inclusive LLC's back-invalidations (memmodel._coherence
+  back_invalidate, which drops them here too), and counted as the calling core's `sf_back_invalidations` (XC), each
   copy dropped also as its core's level's `invalidations`.
 
 A set's entries are its lines, oldest first, INVALID after the last (EXACT state: no clock).
@@ -33,12 +33,13 @@ own_line, which every core's miss path links, keep their code as it was without 
 """
 from numba import int64
 
+from memmodel import _coherence as coh
 from memmodel import _memside as mside
 from memmodel import cache as cm
 from memmodel._memside import FULL_MASK
 from memmodel._persist import PK_NOW
 from memmodel.jit import STATE, apart, compiled, inlined, ix, remainder, view_at
-from memmodel.layout import LV, LV_AT, MH, MT, N_SKL, N_XC, XC, XS, XS_END
+from memmodel.layout import LV, LV_AT, MH, MT, XC, XS
 
 N_LV = len(LV)
 
@@ -58,7 +59,7 @@ def _set_at(S, line):
     sets = S[ix(o + LV.SETS)]
     s = (line & m) if m >= 0 else remainder(line, sets, S[ix(o + LV.INV)])
     ways = _sk(S, XS.SF_WAYS)
-    socket = S[MT.CORE] // (S[MT.CORES] // _sk(S, XS.SOCKETS))
+    socket = S[MT.CORE] // coh.per_socket(S)
     return S[MH.SOCKET] + _sk(S, XS.SF_AT) + (socket * sets + s) * ways
 
 
@@ -66,7 +67,7 @@ def _set_at(S, line):
 def _held(S, line):
     """1 if a core of this core's socket holds `line` in its private levels, else 0."""
     me = S[MT.CORE]
-    per = S[MT.CORES] // _sk(S, XS.SOCKETS)
+    per = coh.per_socket(S)
     first = me // per * per
     for j in range(first, first + per):
         V = view_at(S, (j - me) * S[MT.CORE_WORDS])   # core j's view
@@ -74,22 +75,6 @@ def _held(S, line):
             if cm.lookup(V, lvl, line) >= 0:
                 return 1
     return 0
-
-
-@compiled
-def _drop(S, line):
-    """Every private copy of `line` on this core's socket invalidated; 1 if one was dirty."""
-    me = S[MT.CORE]
-    per = S[MT.CORES] // _sk(S, XS.SOCKETS)
-    first = me // per * per
-    dirty = 0
-    for j in range(first, first + per):
-        V = view_at(S, (j - me) * S[MT.CORE_WORDS])
-        for lvl in range(S[MT.LEVELS] - 1):
-            b = cm.lookup(V, lvl, line)
-            if b >= 0:
-                dirty |= cm.invalidate(V, lvl, b)
-    return dirty
 
 
 @compiled
@@ -134,8 +119,7 @@ def track(S, line, t):
         for v in range(1, ways):
             S[ix(at + v - 1)] = S[ix(at + v)]
         n -= 1
-        if _drop(S, victim):
+        if coh.back_invalidate(S, victim):
             mside.mem_write(S, -1, victim, FULL_MASK, t, PK_NOW)
-        c = S[MH.SOCKET] + XS_END + N_SKL * (_sk(S, XS.SOCKETS) - 1) + N_XC * S[MT.CORE]
-        S[ix(c + XC.SF_BACK_INVALIDATIONS)] += 1
+        S[ix(coh.counters_at(S) + XC.SF_BACK_INVALIDATIONS)] += 1
     S[ix(at + n)] = line

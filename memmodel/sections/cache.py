@@ -39,8 +39,9 @@ def socket_words(layout, levels=()):
 
 
 def directory_at(layout):
-    """The offset in the socket section of socket 0's extended directory (several cores)."""
-    return len(SK) + len(XS) + N_SKL * (layout.sockets - 1) + len(XC) * layout.cores
+    """The offset in the socket section of socket 0's extended directory (several cores):
+    after the cores' counters."""
+    return counters_at(layout, layout.cores)
 
 
 def directory_ways(layout, levels):
