@@ -9,9 +9,9 @@ outside it is a known gap only if KNOWN_GAPS documents the range it falls in, wi
 `python -m emu.studies.validate --suggest-gaps` prints KNOWN_GAPS for the rows as they
 are now (after a change of the timing model).
 
-The package by concern: rows.py the measured values with their sources, BAND, REASONS and
-KNOWN_GAPS; benchmarks.py the microbenchmark programs the rows run; results.py running
-them, the table, --json, the markdown of docs/validation.md and --suggest-gaps;
+The package by concern: rows.py the measured values with their sources and BAND; gaps.py
+REASONS and KNOWN_GAPS; benchmarks.py the microbenchmark programs the rows run; results.py
+running them, the table, --json, the markdown of docs/validation.md and --suggest-gaps;
 figures.py the plots of --plot; __main__.py `python -m emu.studies.validate`.
 """
 from emu.studies.validate.figures import plot_name, write_plots
@@ -26,16 +26,8 @@ from emu.studies.validate.results import (
     summary,
     table,
 )
-from emu.studies.validate.rows import (
-    BAND,
-    KNOWN_GAPS,
-    PREFETCHERS_OFF,
-    REASONS,
-    ROWS,
-    Row,
-    profiles,
-    select,
-)
+from emu.studies.validate.gaps import KNOWN_GAPS, REASONS
+from emu.studies.validate.rows import BAND, PREFETCHERS_OFF, ROWS, Row, profiles, select
 
 __all__ = ["BAND", "KNOWN_GAPS", "PREFETCHERS_OFF", "REASONS", "ROWS", "Result", "Row",
            "markdown", "plot_name", "profiles", "report", "run_row", "run_rows", "select",

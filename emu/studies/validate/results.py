@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from emu.machine import Machine
 from emu.studies import published
-from emu.studies.validate.rows import BAND, HW, KNOWN_GAPS, PREFETCHERS_OFF, REASONS, Row
+from emu.studies.validate.gaps import KNOWN_GAPS, REASONS
+from emu.studies.validate.rows import BAND, HW, PREFETCHERS_OFF, Row
 
 
 # ---------------------------------------------------------------------------- running
@@ -199,7 +200,7 @@ def markdown(results):
         out.append(f"\n{c['prediction_in_band']} of {c['prediction']} prediction rows within the "
                    f"band; {c['calibration']} calibration rows.\n\n")
     out.append("## Known gaps\n\nThe rows outside the band, grouped by their reason (`REASONS`"
-               " in `emu/studies/validate/rows.py`), with the ratio range `KNOWN_GAPS` documents."
+               " in `emu/studies/validate/gaps.py`), with the ratio range `KNOWN_GAPS` documents."
                "\n\n")
     for key, why in REASONS.items():
         rows = [(p, n, lo, hi) for (p, n), (lo, hi, w) in KNOWN_GAPS.items() if w == why]
